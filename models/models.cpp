@@ -1,0 +1,2 @@
+// Models library anchor; each model builder has its own file in models/.
+#include "models.h"

@@ -1,0 +1,2 @@
+// Model builders written with the graph API (see mlp.h, ...).
+#pragma once

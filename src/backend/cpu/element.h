@@ -1,0 +1,192 @@
+// CPU element-wise and reduction primitives with ONNX/numpy broadcasting.
+//
+//   elementwise<TOut, TIn...>(f, out, ins...)  out[i] = f(out[i], in...[i])
+//   Element(_1 = sin(_2), out, in)               same, all tensors one type
+//   reduce<T>(in, out, init, combine)            out has in's rank with 1s on
+//                                                reduced axes (or fewer leading
+//                                                dims: a broadcast-sum target)
+// Values are loaded in their compute type (float for float16/bfloat16).
+#pragma once
+#include <array>
+#include <tuple>
+#include <utility>
+#include <cstdint>
+
+#include <onyx/backend/cpu/functional.h>
+#include <onyx/backend/cpu/parallel.h>
+#include <onyx/core/dispatch.h>
+#include <onyx/core/tensor.h>
+
+namespace onyx {
+namespace host {
+
+template <class T>
+inline typename ComputeOf<T>::type load(const T* p, int64_t i) {
+  return static_cast<typename ComputeOf<T>::type>(p[i]);
+}
+template <class T, class V>
+inline void store(T* p, int64_t i, V v) {
+  if constexpr(std::is_same<T, bool>::value) p[i] = v != V(0);
+  else p[i] = static_cast<T>(static_cast<typename ComputeOf<T>::type>(v));
+}
+
+// Iteration plan: out's dims with every input's strides in out's index space
+// (0 where broadcast), adjacent dims merged when all tensors allow it.
+template <size_t K>
+struct BroadcastPlan {
+  int rank = 0;
+  int64_t dims[16];
+  int64_t strides[K][16];
+  int64_t total = 1;
+
+  BroadcastPlan(const Shape& out, const std::array<const Shape*, K>& ins) {
+    ONYX_CHECK(out.size() <= 16, "tensors of rank ", out.size(), " are not supported (at most 16)");
+    int r = out.rank();
+    int64_t d[16], s[K][16];
+    for(int i = 0; i < r; ++i) d[i] = out.dims()[i];
+    for(size_t k = 0; k < K; ++k) {
+      const Shape& in = *ins[k];
+      int off = r - in.rank();
+      ONYX_ASSERT(off >= 0, "input rank ", in.rank(), " above output rank ", r);
+      int64_t st = 1;
+      for(int i = r - 1; i >= 0; --i) {
+        int64_t di = i >= off ? in.dims()[i - off] : 1;
+        ONYX_ASSERT(di == d[i] || di == 1, "shape ", in, " does not broadcast to ", out);
+        s[k][i] = (di == 1 && d[i] != 1) ? 0 : st;
+        st *= di;
+      }
+    }
+    // Drop size-1 dims, merge dims that are contiguous for every tensor.
+    for(int i = 0; i < r; ++i) {
+      total *= d[i];
+      if(d[i] == 1) continue;
+      bool merge = rank > 0;
+      for(size_t k = 0; k < K && merge; ++k) merge = strides[k][rank - 1] == s[k][i] * d[i];
+      if(merge) {
+        dims[rank - 1] *= d[i];
+        for(size_t k = 0; k < K; ++k) strides[k][rank - 1] = s[k][i];
+      } else {
+        dims[rank] = d[i];
+        for(size_t k = 0; k < K; ++k) strides[k][rank] = s[k][i];
+        ++rank;
+      }
+    }
+    if(rank == 0) {
+      rank = 1;
+      dims[0] = total;  // 1 or 0
+      for(size_t k = 0; k < K; ++k) strides[k][0] = 1;
+    }
+  }
+
+  // fn(outOffset, inOffsets[K], n, inSteps[K]): a run of n elements along the
+  // innermost dim. Runs are split across threads.
+  template <class Fn>
+  void run(Fn&& fn) const {
+    if(total == 0) return;
+    int64_t inner = dims[rank - 1];
+    int64_t rows = total / inner;
+    std::array<int64_t, K> step;
+    for(size_t k = 0; k < K; ++k) step[k] = strides[k][rank - 1];
+    parallelFor(rows, total * int64_t(K + 1), [&](int64_t b, int64_t e) {
+      for(int64_t row = b; row < e; ++row) {
+        std::array<int64_t, K> off{};
+        int64_t rem = row;
+        for(int i = rank - 2; i >= 0; --i) {
+          int64_t idx = rem % dims[i];
+          rem /= dims[i];
+          for(size_t k = 0; k < K; ++k) off[k] += idx * strides[k][i];
+        }
+        fn(row * inner, off, inner, step);
+      }
+    });
+  }
+};
+
+template <class Fn, size_t... I>
+void callWithIndices(Fn&& fn, std::index_sequence<I...>) {
+  fn(std::integral_constant<size_t, I>{}...);
+}
+
+template <class TOut, class... TIn, class F, class... Ts>
+void elementwise(F f, TensorBase& out, const Ts&... ins) {
+  static_assert(sizeof...(TIn) == sizeof...(Ts), "one C++ type per input tensor");
+  constexpr size_t K = sizeof...(Ts);
+  TOut* o = out.data<TOut>();
+  std::tuple<const TIn*...> ptrs{ins.template data<TIn>()...};
+  if constexpr(K == 0) {
+    parallelFor(out.size(), out.size(), [&](int64_t b, int64_t e) {
+      for(int64_t i = b; i < e; ++i) store(o, i, f(load(o, i)));
+    });
+  } else {
+    BroadcastPlan<K> plan(out.shape(), {&ins.shape()...});
+    plan.run([&](int64_t oo, const std::array<int64_t, K>& off, int64_t n, const std::array<int64_t, K>& st) {
+      auto body = [&](auto... idx) {
+        for(int64_t j = 0; j < n; ++j)
+          store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j * st[idx])...));
+      };
+      callWithIndices(body, std::make_index_sequence<K>{});
+    });
+  }
+}
+
+// Seed-style entry point: every tensor has out's element type.
+template <class F, class... Ts>
+void Element(F f, const Tensor& out, const Ts&... ins) {
+  dispatchAll(out->type(), "Element", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise<T, std::conditional_t<true, T, Ts>...>(f, *out, *ins...);
+  });
+}
+
+// Reduction of `in` into `out`, where out's shape broadcasts to in's: each out
+// element combines all in elements that broadcast from it. Acc is the
+// accumulator type; finish(acc, count) gives the stored value.
+template <class T, class Acc, class Combine, class Finish>
+void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine, Finish finish) {
+  const Shape& is = in.shape();
+  const Shape& os = out.shape();
+  int r = is.rank();
+  int off = r - os.rank();
+  ONYX_ASSERT(off >= 0, "reduce target ", os, " has higher rank than ", is);
+  // Split in's dims into kept (match out) and reduced (out has 1 or missing).
+  int64_t keptDims[16], keptStr[16], redDims[16], redStr[16];
+  int nk = 0, nr = 0;
+  auto st = is.strides();
+  for(int i = 0; i < r; ++i) {
+    int64_t od = i >= off ? os.dims()[i - off] : 1;
+    int64_t id = is.dims()[i];
+    if(od == id && !(id == 1)) { keptDims[nk] = id; keptStr[nk++] = st[i]; }
+    else if(od == 1 && id != 1) { redDims[nr] = id; redStr[nr++] = st[i]; }
+    else ONYX_ASSERT(id == 1 || od == id, "cannot reduce ", is, " into ", os);
+  }
+  int64_t outN = out.size(), redN = 1;
+  for(int i = 0; i < nr; ++i) redN *= redDims[i];
+  const T* ip = in.data<T>();
+  T* op = out.data<T>();
+  parallelFor(outN, in.size(), [&](int64_t b, int64_t e) {
+    for(int64_t o = b; o < e; ++o) {
+      int64_t base = 0, rem = o;
+      for(int i = nk - 1; i >= 0; --i) { base += (rem % keptDims[i]) * keptStr[i]; rem /= keptDims[i]; }
+      Acc acc = init;
+      if(nr == 1) {
+        for(int64_t j = 0; j < redN; ++j) acc = combine(acc, static_cast<Acc>(load(ip, base + j * redStr[0])));
+      } else {
+        for(int64_t j = 0; j < redN; ++j) {
+          int64_t p = base, q = j;
+          for(int i = nr - 1; i >= 0; --i) { p += (q % redDims[i]) * redStr[i]; q /= redDims[i]; }
+          acc = combine(acc, static_cast<Acc>(load(ip, p)));
+        }
+      }
+      store(op, o, finish(acc, redN));
+    }
+  });
+}
+
+// Accumulator type: double for floating types (stable sums of many floats),
+// int64 for integers.
+template <class T>
+using AccOf = std::conditional_t<std::is_floating_point<typename ComputeOf<T>::type>::value, double,
+                                 std::conditional_t<std::is_signed<T>::value, int64_t, uint64_t>>;
+
+}  // namespace host
+}  // namespace onyx

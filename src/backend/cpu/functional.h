@@ -1,0 +1,175 @@
+// Element-wise functors in the seed's style:  Element(_1 = sin(_2), out, in).
+// Placeholders _1.._4 stand for the tensors passed to Element/Add in order;
+// expressions over them are evaluated per element in the element's compute
+// type (float for float16/bfloat16). The same headers compile under nvcc, so
+// the CUDA backend instantiates kernels from the same functors where used.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#ifdef __CUDACC__
+#define ONYX_HD __host__ __device__ inline
+#else
+#define ONYX_HD inline
+#endif
+
+namespace onyx {
+namespace functional {
+
+struct FunctorBase {};
+template <class F>
+constexpr bool isFunctor = std::is_base_of<FunctorBase, std::decay_t<F>>::value;
+
+template <int N>
+struct Arg;
+
+template <class L, class R>
+struct Assign : FunctorBase {
+  L l; R r;
+  template <class... A>
+  ONYX_HD auto operator()(A... a) const { return r(a...); }
+};
+
+template <int N>
+struct Arg : FunctorBase {
+  template <class A0, class... A>
+  ONYX_HD auto operator()(A0 a0, A... a) const {
+    if constexpr(N == 1) return a0;
+    else return Arg<N - 1>{}(a...);
+  }
+  template <class R, class = std::enable_if_t<isFunctor<R>>>
+  Assign<Arg<N>, R> operator=(R r) const { return {{}, {}, r}; }
+};
+
+// A captured scalar (a literal in a functor expression).
+template <class T>
+struct Capture : FunctorBase {
+  T v;
+  template <class... A>
+  ONYX_HD auto operator()(A... a) const {
+    using C = std::common_type_t<A...>;
+    return static_cast<C>(v);
+  }
+};
+
+template <class T>
+ONYX_HD auto lift(T v) {
+  if constexpr(isFunctor<T>) return v;
+  else return Capture<T>{{}, v};
+}
+
+#define ONYX_UNARY(NAME, EXPR)                                                    \
+  template <class X>                                                              \
+  struct NAME##Op : FunctorBase {                                                 \
+    X x;                                                                          \
+    template <class... A>                                                         \
+    ONYX_HD auto operator()(A... a) const {                                       \
+      auto v = x(a...);                                                           \
+      using T = decltype(v);                                                      \
+      (void)sizeof(T);                                                            \
+      return static_cast<T>(EXPR);                                                \
+    }                                                                             \
+  };                                                                              \
+  template <class X, class = std::enable_if_t<isFunctor<X>>>                      \
+  ONYX_HD NAME##Op<X> NAME(X x) { return {{}, x}; }
+
+#define ONYX_BINARY(NAME, EXPR)                                                   \
+  template <class X, class Y>                                                     \
+  struct NAME##Op : FunctorBase {                                                 \
+    X x; Y y;                                                                     \
+    template <class... A>                                                         \
+    ONYX_HD auto operator()(A... a) const {                                       \
+      using T = std::common_type_t<decltype(x(a...)), decltype(y(a...))>;         \
+      T u = static_cast<T>(x(a...)), w = static_cast<T>(y(a...));                 \
+      return static_cast<T>(EXPR);                                                \
+    }                                                                             \
+  };                                                                              \
+  template <class X, class Y, class = std::enable_if_t<isFunctor<X> || isFunctor<Y>>> \
+  ONYX_HD auto NAME(X x, Y y) {                                                   \
+    auto lx = lift(x);                                                            \
+    auto ly = lift(y);                                                            \
+    return NAME##Op<decltype(lx), decltype(ly)>{{}, lx, ly};                      \
+  }
+
+// Scalar helpers used by the functors (and by reference code in tests).
+template <class T> ONYX_HD T sigmoidOf(T v) {
+  // Split by sign so exp never overflows.
+  return v >= T(0) ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
+}
+template <class T> ONYX_HD T softplusOf(T v) {
+  return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+}
+template <class T> ONYX_HD T signOf(T v) { return static_cast<T>((T(0) < v) - (v < T(0))); }
+
+ONYX_UNARY(neg, -v)
+ONYX_UNARY(abs, v < T(0) ? T(-v) : v)
+ONYX_UNARY(sign, signOf(v))
+ONYX_UNARY(exp, std::exp(v))
+ONYX_UNARY(log, std::log(v))
+ONYX_UNARY(sqrt, std::sqrt(v))
+ONYX_UNARY(reciprocal, T(1) / v)
+ONYX_UNARY(sin, std::sin(v))
+ONYX_UNARY(cos, std::cos(v))
+ONYX_UNARY(tan, std::tan(v))
+ONYX_UNARY(tanh, std::tanh(v))
+ONYX_UNARY(erf, std::erf(v))
+ONYX_UNARY(sigmoid, sigmoidOf(v))
+ONYX_UNARY(softplus, softplusOf(v))
+ONYX_UNARY(relu, v > T(0) ? v : T(0))
+ONYX_UNARY(floor, std::floor(v))
+ONYX_UNARY(ceil, std::ceil(v))
+ONYX_UNARY(logicalNot, !v)
+
+ONYX_BINARY(add, u + w)
+ONYX_BINARY(sub, u - w)
+ONYX_BINARY(mul, u * w)
+ONYX_BINARY(div, u / w)
+ONYX_BINARY(pow, std::pow(u, w))
+ONYX_BINARY(minimum, w < u ? w : u)
+ONYX_BINARY(maximum, u < w ? w : u)
+ONYX_BINARY(lt, u < w)
+ONYX_BINARY(le, u <= w)
+ONYX_BINARY(gt, u > w)
+ONYX_BINARY(ge, u >= w)
+ONYX_BINARY(eq, u == w)
+ONYX_BINARY(ne, u != w)
+ONYX_BINARY(logicalAnd, u && w)
+ONYX_BINARY(logicalOr, u || w)
+ONYX_BINARY(logicalXor, (u != T(0)) != (w != T(0)))
+
+template <class X, class Y, class = std::enable_if_t<isFunctor<X> || isFunctor<Y>>> ONYX_HD auto operator+(X x, Y y) { return add(x, y); }
+template <class X, class Y, class = std::enable_if_t<isFunctor<X> || isFunctor<Y>>> ONYX_HD auto operator-(X x, Y y) { return sub(x, y); }
+template <class X, class Y, class = std::enable_if_t<isFunctor<X> || isFunctor<Y>>> ONYX_HD auto operator*(X x, Y y) { return mul(x, y); }
+template <class X, class Y, class = std::enable_if_t<isFunctor<X> || isFunctor<Y>>> ONYX_HD auto operator/(X x, Y y) { return div(x, y); }
+template <class X, class = std::enable_if_t<isFunctor<X>>> ONYX_HD auto operator-(X x) { return neg(x); }
+
+// if_then_else(c, a, b): c != 0 ? a : b
+template <class C, class X, class Y>
+struct IfThenElseOp : FunctorBase {
+  C c; X x; Y y;
+  template <class... A>
+  ONYX_HD auto operator()(A... a) const {
+    using T = std::common_type_t<decltype(x(a...)), decltype(y(a...))>;
+    return c(a...) ? static_cast<T>(x(a...)) : static_cast<T>(y(a...));
+  }
+};
+template <class C, class X, class Y>
+ONYX_HD auto if_then_else(C c, X x, Y y) {
+  auto lc = lift(c); auto lx = lift(x); auto ly = lift(y);
+  return IfThenElseOp<decltype(lc), decltype(lx), decltype(ly)>{{}, lc, lx, ly};
+}
+
+#undef ONYX_UNARY
+#undef ONYX_BINARY
+
+namespace placeholders {
+constexpr Arg<1> _1{};
+constexpr Arg<2> _2{};
+constexpr Arg<3> _3{};
+constexpr Arg<4> _4{};
+}  // namespace placeholders
+using namespace placeholders;
+
+}  // namespace functional
+}  // namespace onyx

@@ -1,0 +1,37 @@
+// OpenMP helpers: split work only when it is big enough to pay for the threads.
+#pragma once
+#include <cstdint>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace onyx {
+namespace host {
+
+// Below this many elements a kernel runs on one thread.
+constexpr int64_t kParallelGrain = 1 << 15;
+
+// Number of threads kernels use (default: OpenMP's, i.e. all cores).
+void setNumThreads(int n);
+int numThreads();
+
+// Calls fn(begin, end) over [0, n) in contiguous blocks, in parallel when
+// `work` (elements touched) is large.
+template <class Fn>
+void parallelFor(int64_t n, int64_t work, Fn&& fn) {
+#ifdef _OPENMP
+  int threads = numThreads();
+  if(work >= kParallelGrain && threads > 1 && n > 1) {
+    int64_t blocks = n < threads ? n : threads;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for(int64_t b = 0; b < blocks; ++b) fn(n * b / blocks, n * (b + 1) / blocks);
+    return;
+  }
+#endif
+  (void)work;
+  fn(int64_t(0), n);
+}
+
+}  // namespace host
+}  // namespace onyx

@@ -1,0 +1,116 @@
+// Element types. The numbering is ONNX's TensorProto.DataType, so a Type
+// converts to and from ONNX with a cast and nothing can drift.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include <onyx/core/error.h>
+
+namespace onyx {
+
+enum class Type : int {
+  undefined = 0,
+  float32 = 1,
+  uint8 = 2,
+  int8 = 3,
+  uint16 = 4,
+  int16 = 5,
+  int32 = 6,
+  int64 = 7,
+  string = 8,
+  boolean = 9,
+  float16 = 10,
+  float64 = 11,
+  uint32 = 12,
+  uint64 = 13,
+  complex64 = 14,
+  complex128 = 15,
+  bfloat16 = 16,
+  float8e4m3fn = 17,
+  float8e4m3fnuz = 18,
+  float8e5m2 = 19,
+  float8e5m2fnuz = 20,
+  uint4 = 21,
+  int4 = 22,
+  float4e2m1 = 23,
+  float8e8m0 = 24,
+};
+using DataType = Type;
+
+constexpr int kNumTypes = 25;
+
+// Name as printed by debug output and the native format ("float32", "int64", ...).
+const char* typeName(Type t);
+// Inverse of typeName; throws onyx::Error on an unknown name.
+Type typeFromName(const std::string& name);
+// Bits per element (4 for the packed 4-bit types, 0 for string/undefined).
+int typeBits(Type t);
+// Bytes needed for n elements (rounds packed types up).
+size_t typeBytes(Type t, size_t n);
+inline bool isFloat(Type t) {
+  return t == Type::float32 || t == Type::float64 || t == Type::float16 || t == Type::bfloat16;
+}
+inline bool isInt(Type t) {
+  switch(t) {
+    case Type::int8: case Type::int16: case Type::int32: case Type::int64:
+    case Type::uint8: case Type::uint16: case Type::uint32: case Type::uint64: return true;
+    default: return false;
+  }
+}
+// Types that element-wise and reduction kernels compute on (others are storage only).
+bool isComputeType(Type t);
+
+std::ostream& operator<<(std::ostream& os, Type t);
+
+// IEEE binary16, stored as bits; arithmetic goes through float.
+struct float16 {
+  uint16_t bits = 0;
+  float16() = default;
+  float16(float f) : bits(fromFloat(f)) {}
+  operator float() const { return toFloat(bits); }
+  static uint16_t fromFloat(float f);
+  static float toFloat(uint16_t h);
+};
+
+// bfloat16: the top half of a float32 (round to nearest even).
+struct bfloat16 {
+  uint16_t bits = 0;
+  bfloat16() = default;
+  bfloat16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if((u & 0x7fffffffu) > 0x7f800000u) { bits = static_cast<uint16_t>((u >> 16) | 0x40); return; }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    bits = static_cast<uint16_t>(u >> 16);
+  }
+  operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+
+// C++ type <-> Type.
+template <class T> struct TypeOf;
+template <> struct TypeOf<float> { static constexpr Type value = Type::float32; };
+template <> struct TypeOf<double> { static constexpr Type value = Type::float64; };
+template <> struct TypeOf<float16> { static constexpr Type value = Type::float16; };
+template <> struct TypeOf<bfloat16> { static constexpr Type value = Type::bfloat16; };
+template <> struct TypeOf<int8_t> { static constexpr Type value = Type::int8; };
+template <> struct TypeOf<int16_t> { static constexpr Type value = Type::int16; };
+template <> struct TypeOf<int32_t> { static constexpr Type value = Type::int32; };
+template <> struct TypeOf<int64_t> { static constexpr Type value = Type::int64; };
+template <> struct TypeOf<uint8_t> { static constexpr Type value = Type::uint8; };
+template <> struct TypeOf<uint16_t> { static constexpr Type value = Type::uint16; };
+template <> struct TypeOf<uint32_t> { static constexpr Type value = Type::uint32; };
+template <> struct TypeOf<uint64_t> { static constexpr Type value = Type::uint64; };
+template <> struct TypeOf<bool> { static constexpr Type value = Type::boolean; };
+
+// Type each element computes in: half types compute in float.
+template <class T> struct ComputeOf { using type = T; };
+template <> struct ComputeOf<float16> { using type = float; };
+template <> struct ComputeOf<bfloat16> { using type = float; };
+
+}  // namespace onyx

@@ -1,0 +1,616 @@
+#include <onyx/graph/expression_graph.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <onyx/core/logging.h>
+#include <onyx/graph/node_initializers.h>
+#include <onyx/io/npz.h>
+
+namespace onyx {
+
+// ---------------------------------------------------------------- Expr / Node
+
+Expr::Expr(Node* n) : n_(n), gen_(n ? n->gen_ : 0) {}
+
+bool Expr::valid() const { return n_ && n_->gen_ == gen_; }
+
+void Expr::check() const {
+  ONYX_CHECK(n_, "use of a null expression");
+  ONYX_CHECK(n_->gen_ == gen_,
+             "use of an expression whose graph was cleared (graph->clear() ends every node but params; rebuild it)");
+}
+
+const std::string& Node::type() const {
+  static const std::string kinds[] = {"op", "const", "param", "input"};
+  return kind_ == NodeKind::Op ? op_->name : kinds[static_cast<int>(kind_)];
+}
+
+Expr Node::child(size_t i) const {
+  ONYX_ASSERT(i < children_.size(), "child ", i, " of a node with ", children_.size(), " children");
+  return Expr(children_[i]);
+}
+
+Tensor& Node::val() { return val_; }
+
+Tensor& Node::grad() {
+  if(!grad_ && adj_ && adj_->val_) grad_ = adj_->val_;
+  return grad_;
+}
+
+void Node::setTrainable(bool t) {
+  ONYX_CHECK(kind_ == NodeKind::Param || !t, "only params can be made trainable (node ", id_, " is a ", type(), ")");
+  trainable_ = t;
+}
+
+void Node::bind(const Tensor& t) {
+  ONYX_CHECK(kind_ == NodeKind::Input, "bind() on node ", id_, " of type ", type(), ": only inputs can be bound");
+  ONYX_CHECK(t, "input '", name_, "': binding a null tensor");
+  ONYX_CHECK(t->shape() == shape_, "input '", name_, "' was declared with shape ", shape_,
+             " but bound to a tensor of shape ", t->shape(), "; rebuild the graph for a new shape");
+  ONYX_CHECK(t->type() == type_, "input '", name_, "' was declared as ", type_, " but bound to a ", t->type(),
+             " tensor; cast the data first");
+  if(t->getDeviceId() == graph_->getDeviceId()) {
+    val_ = t;  // bound, not copied
+  } else {
+    val_ = TensorBase::create(shape_, type_, graph_->workspace());
+    val_->copyFrom(*t);
+  }
+}
+
+void Node::computeHash() {
+  size_t h = reinterpret_cast<size_t>(op_);
+  auto mix = [&](size_t x) { h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  for(auto* c : children_) mix(reinterpret_cast<size_t>(c));
+  for(auto& a : attrs_) mix(attrHash(a));
+  mix(static_cast<size_t>(type_));
+  hash_ = h;
+}
+
+bool Node::equal(const Node& o) const {
+  return op_ == o.op_ && kind_ == NodeKind::Op && o.kind_ == NodeKind::Op && children_ == o.children_ &&
+         attrs_ == o.attrs_ && type_ == o.type_ && shape_ == o.shape_;
+}
+
+// -------------------------------------------------------------------- Params
+
+Expr Parameters::get(const std::string& name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? Expr() : it->second;
+}
+
+int64_t Parameters::totalElements() const {
+  int64_t n = 0;
+  for(auto& p : ordered_) n += p->shape().elements();
+  return n;
+}
+
+// --------------------------------------------------------------------- Graph
+
+ExpressionGraph::ExpressionGraph() : workspace_(New<Allocator>(DeviceId{})), params_(New<Parameters>()) {}
+
+ExpressionGraph::~ExpressionGraph() {
+  for(auto* b : blocks_) {
+    for(size_t i = 0; i < kBlockNodes; ++i) b[i].~Node();
+    ::operator delete(b);
+  }
+}
+
+void ExpressionGraph::setDevice(DeviceId device) {
+  ONYX_CHECK(device.type == DeviceType::cpu, "setDevice(", device.toString(),
+             "): this build of Onyx has no GPU backend; use {0, DeviceType::cpu}");
+  if(device == device_) return;
+  ONYX_CHECK(count_ == 0 && params_->size() == 0, "setDevice() must be called before building the graph");
+  device_ = device;
+  workspace_ = New<Allocator>(device);
+}
+
+void ExpressionGraph::reserveWorkspaceMB(size_t mb) { workspace_->reserve(mb << 20); }
+
+Node* ExpressionGraph::newNode(NodeKind kind) {
+  size_t b = count_ / kBlockNodes;
+  if(b == blocks_.size()) {
+    blocks_.push_back(static_cast<Node*>(::operator new(kBlockNodes * sizeof(Node))));
+    for(size_t i = 0; i < kBlockNodes; ++i) new(blocks_[b] + i) Node();  // gen 0: matches no Expr
+  }
+  Node* n = blocks_[b] + count_ % kBlockNodes;
+  ++count_;
+  n->gen_ = ++generation_;  // unique per node built, so stale Exprs are caught
+  n->kind_ = kind;
+  n->graph_ = this;
+  n->id_ = nextId_++;
+  return n;
+}
+
+std::vector<Expr> ExpressionGraph::nodes() const {
+  std::vector<Expr> v;
+  v.reserve(count_);
+  for(size_t i = 0; i < count_; ++i) v.emplace_back(blocks_[i / kBlockNodes] + i % kBlockNodes);
+  return v;
+}
+
+void ExpressionGraph::truncate(size_t mark) {
+  for(size_t i = mark; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    n->~Node();
+    new(n) Node();  // releases values, names, initializers; gen 0
+  }
+  count_ = mark;
+  std::fill(cse_.begin(), cse_.end(), nullptr);
+  cseCount_ = 0;
+  for(size_t i = 0; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    if(n->kind_ == NodeKind::Op) cseInsert(n);
+  }
+}
+
+void ExpressionGraph::clear() {
+  truncate(0);
+  nextId_ = 0;
+  inputs_.clear();
+  for(auto& kv : paramNodes_) {
+    kv.second->adj_ = nullptr;
+    kv.second->id_ = nextId_++;
+  }
+}
+
+// ---- leaves
+
+Expr ExpressionGraph::constant(const Shape& shape, const NodeInitializer& init, Type type) {
+  Node* n = newNode(NodeKind::Constant);
+  n->shape_ = shape;
+  n->type_ = type == Type::undefined ? defaultType_ : type;
+  n->val_ = TensorBase::create(shape, n->type_, workspace_);
+  if(init) init(*n->val_, rng_);
+  return Expr(n);
+}
+
+Expr ExpressionGraph::ones(const Shape& shape, Type type) { return constant(shape, inits::ones(), type); }
+Expr ExpressionGraph::zeros(const Shape& shape, Type type) { return constant(shape, inits::zeros(), type); }
+
+Expr ExpressionGraph::scalar(double v, Type type) {
+  Node* n = newNode(NodeKind::Constant);
+  n->type_ = type;
+  n->val_ = TensorBase::create(Shape(), type, workspace_);
+  n->val_->set(v);
+  return Expr(n);
+}
+
+Expr ExpressionGraph::indices(const std::vector<int64_t>& v) {
+  return constant({static_cast<int64_t>(v.size())}, inits::fromVector(v), Type::int64);
+}
+
+Expr ExpressionGraph::param(const std::string& name, const Shape& shape, const NodeInitializer& init, Type type,
+                            bool trainable) {
+  ONYX_CHECK(!name.empty(), "param(): a param needs a name");
+  if(type == Type::undefined) type = defaultType_;
+  auto it = paramNodes_.find(name);
+  if(it != paramNodes_.end()) {
+    Node* p = it->second.get();
+    ONYX_CHECK(p->shape_ == shape, "param '", name, "' already exists with shape ", p->shape_,
+               " but was requested with shape ", shape, "; use a new name or the same shape");
+    ONYX_CHECK(p->type_ == type, "param '", name, "' already exists with type ", p->type_,
+               " but was requested with type ", type);
+    return Expr(p);
+  }
+  ONYX_CHECK(!inputs_.count(name), "param '", name, "': an input already has this name");
+  auto node = std::unique_ptr<Node>(new Node());
+  Node* p = node.get();
+  p->gen_ = 0;  // params never die with a clear()
+  p->kind_ = NodeKind::Param;
+  p->graph_ = this;
+  p->id_ = nextId_++;
+  p->name_ = name;
+  p->shape_ = shape;
+  p->type_ = type;
+  p->trainable_ = trainable;
+  p->val_ = TensorBase::create(shape, type, device_);
+  auto pending = pendingLoaded_.find(name);
+  if(pending != pendingLoaded_.end()) {
+    ONYX_CHECK(pending->second->shape() == shape, "param '", name, "' has shape ", shape,
+               " but the loaded model has it as ", pending->second->shape());
+    p->val_->copyFrom(*pending->second);
+    pendingLoaded_.erase(pending);
+  } else if(init) {
+    init(*p->val_, rng_);
+  } else {
+    p->val_->set(0.0);
+  }
+  paramNodes_[name] = std::move(node);
+  Expr e(p);
+  params_->ordered_.push_back(e);
+  params_->byName_[name] = e;
+  return e;
+}
+
+Expr ExpressionGraph::input(const std::string& name, const Shape& shape, Type type) {
+  ONYX_CHECK(!name.empty(), "input(): an input needs a name");
+  ONYX_CHECK(!inputs_.count(name) && !paramNodes_.count(name), "input '", name, "' is already defined in this graph");
+  Node* n = newNode(NodeKind::Input);
+  n->name_ = name;
+  n->shape_ = shape;
+  n->type_ = type == Type::undefined ? defaultType_ : type;
+  inputs_[name] = n;
+  return Expr(n);
+}
+
+void ExpressionGraph::bindInput(const std::string& name, const Tensor& t) {
+  auto it = inputs_.find(name);
+  ONYX_CHECK(it != inputs_.end(), "bindInput: no input named '", name, "' in this graph");
+  it->second->bind(t);
+}
+
+Expr ExpressionGraph::get(const std::string& name) const {
+  auto it = inputs_.find(name);
+  if(it != inputs_.end()) return Expr(it->second);
+  return params_->get(name);
+}
+
+// ---- building
+
+void ExpressionGraph::setAttrs(Node* node, const OpDef& op, const char* name, const AttrValue& v) {
+  int i = op.attrIndex(name);
+  ONYX_ASSERT(i >= 0, "op '", op.name, "' has no attribute '", name, "'");
+  ONYX_ASSERT(v.index() == op.attrSpecs[i].defaultValue.index() ||
+                  (v.index() == 0 && op.attrSpecs[i].kind() == AttrKind::Float),
+              "attribute '", name, "' of op '", op.name, "' given the wrong kind of value");
+  if(v.index() == 0 && op.attrSpecs[i].kind() == AttrKind::Float)
+    node->attrs_[i] = static_cast<double>(std::get<int64_t>(v));
+  else
+    node->attrs_[i] = v;
+}
+
+Expr ExpressionGraph::makeImpl(const OpDef& op, const Expr* inputs, size_t n) {
+  ONYX_CHECK(static_cast<int>(n) >= op.minInputs && (op.maxInputs < 0 || static_cast<int>(n) <= op.maxInputs),
+             op.name, ": expects ", op.minInputs == op.maxInputs ? str(op.minInputs) : str(op.minInputs, "..", op.maxInputs < 0 ? std::string("n") : str(op.maxInputs)),
+             " inputs, got ", n);
+  for(size_t i = 0; i < n; ++i)
+    ONYX_CHECK(inputs[i]->graph_ == this, op.name, ": input ", i, " belongs to a different graph");
+  Node* node = newNode(NodeKind::Op);
+  node->op_ = &op;
+  for(size_t i = 0; i < n; ++i) {
+    Node* c = inputs[i].get();
+    node->children_.push_back(c);
+    node->trainable_ = node->trainable_ || c->trainable_;
+  }
+  node->attrs_.reserve(op.attrSpecs.size());
+  for(auto& s : op.attrSpecs) node->attrs_.push_back(s.defaultValue);
+  return Expr(node);
+}
+
+void ExpressionGraph::inferNode(Node* node) {
+  const OpDef& op = *node->op_;
+  InferCtx ctx{op, node->children_, node->attrs(), Shape(), Type::undefined};
+  try {
+    op.inferFn(ctx);
+  } catch(...) {
+    truncate(count_ - 1);  // the half-built node must not stay in the graph
+    --nextId_;
+    throw;
+  }
+  ONYX_ASSERT(ctx.type != Type::undefined, "op '", op.name, "' inferred no output type");
+  node->shape_ = ctx.shape;
+  node->type_ = ctx.type;
+}
+
+Expr ExpressionGraph::finish(Node* node) {
+  inferNode(node);
+  node->computeHash();
+  if(!node->op_->isStochastic) {
+    if(Node* same = cseFind(node)) {
+      // Common subexpression: reuse the existing node.
+      truncate(count_ - 1);
+      --nextId_;
+      return Expr(same);
+    }
+    cseInsert(node);
+  }
+  return Expr(node);
+}
+
+Expr ExpressionGraph::make(const OpDef& op, std::initializer_list<Expr> inputs,
+                           std::initializer_list<std::pair<const char*, AttrValue>> attrs) {
+  Expr e = makeImpl(op, inputs.begin(), inputs.size());
+  for(auto& a : attrs) setAttrs(e.get(), op, a.first, a.second);
+  return finish(e.get());
+}
+
+Expr ExpressionGraph::make(const OpDef& op, const std::vector<Expr>& inputs,
+                           std::initializer_list<std::pair<const char*, AttrValue>> attrs) {
+  Expr e = makeImpl(op, inputs.data(), inputs.size());
+  for(auto& a : attrs) setAttrs(e.get(), op, a.first, a.second);
+  return finish(e.get());
+}
+
+Expr ExpressionGraph::make(const OpDef& op, const std::vector<Expr>& inputs,
+                           const std::vector<std::pair<std::string, AttrValue>>& attrs) {
+  Expr e = makeImpl(op, inputs.data(), inputs.size());
+  for(auto& a : attrs) {
+    ONYX_CHECK(op.attrIndex(a.first.c_str()) >= 0, op.name, ": unknown attribute '", a.first, "'");
+    ONYX_CHECK(a.second.index() == op.attrSpecs[op.attrIndex(a.first.c_str())].defaultValue.index() ||
+                   (a.second.index() == 0 && op.attrSpecs[op.attrIndex(a.first.c_str())].kind() == AttrKind::Float),
+               op.name, ": attribute '", a.first, "' has the wrong kind of value");
+    setAttrs(e.get(), op, a.first.c_str(), a.second);
+  }
+  return finish(e.get());
+}
+
+Node* ExpressionGraph::cseFind(Node* n) {
+  if(cse_.empty()) return nullptr;
+  size_t mask = cse_.size() - 1;
+  for(size_t i = n->hash_ & mask;; i = (i + 1) & mask) {
+    Node* c = cse_[i];
+    if(!c) return nullptr;
+    if(c != n && c->hash_ == n->hash_ && c->equal(*n)) return c;
+  }
+}
+
+void ExpressionGraph::cseInsert(Node* n) {
+  if((cseCount_ + 1) * 2 > cse_.size()) {
+    std::vector<Node*> old;
+    old.swap(cse_);
+    cse_.assign(std::max<size_t>(64, old.size() * 2), nullptr);
+    cseCount_ = 0;
+    for(Node* o : old)
+      if(o) cseInsert(o);
+  }
+  size_t mask = cse_.size() - 1;
+  size_t i = n->hash_ & mask;
+  while(cse_[i]) i = (i + 1) & mask;
+  cse_[i] = n;
+  ++cseCount_;
+}
+
+// ---- execution
+
+void ExpressionGraph::computeNode(Node* n) {
+  const OpDef& op = *n->op_;
+  const KernelFn& k = op.kernels[static_cast<int>(device_.type)];
+  ONYX_CHECK(static_cast<bool>(k), op.name, ": no kernel for device ", device_.toString());
+  for(Node* c : n->children_) ensureValue(c);
+  n->val_ = TensorBase::create(n->shape_, n->type_, workspace_);
+  KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
+  for(Node* c : n->children_) ctx.in.push_back(c->val_.get());
+  k(ctx);
+  if(!n->debugMsg_.empty() && !n->backwardNode_) printDebug(n, false);
+}
+
+void ExpressionGraph::ensureValue(Node* n) {
+  if(n->val_) return;
+  ONYX_CHECK(n->kind_ != NodeKind::Input, "input '", n->name_, "' has no value: bind a tensor before forward()");
+  ONYX_ASSERT(n->kind_ == NodeKind::Op, "leaf node ", n->id_, " has no value");
+  // Freed by memory planning (checkpointing): recompute from its inputs.
+  n->recomputed_ = true;
+  computeNode(n);
+}
+
+void ExpressionGraph::releaseValue(Node* n) {
+  if(n->kind_ == NodeKind::Op && !n->debugMsg_.size() && !n->checkpoint_) n->val_.reset();
+}
+
+void ExpressionGraph::forward() {
+  // Count consumers so intermediate values can be freed after their last use
+  // when the graph is for inference or checkpointed training.
+  bool freeing = inference_ || checkpointing_;
+  std::vector<Node*> order;
+  order.reserve(count_);
+  for(size_t i = 0; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    n->pending_ = 0;
+    order.push_back(n);
+  }
+  for(Node* n : order)
+    for(Node* c : n->children_) ++c->pending_;
+  for(Node* n : order) {
+    if(n->kind_ == NodeKind::Input) ONYX_CHECK(n->val_, "input '", n->name_, "' has no value: bind a tensor before forward()");
+    if(n->kind_ != NodeKind::Op) continue;
+    computeNode(n);
+    if(freeing) {
+      for(Node* c : n->children_)
+        if(--c->pending_ == 0) releaseValue(c);
+    }
+  }
+  for(Node* n : order)
+    if(n->kind_ == NodeKind::Param && !n->debugMsg_.empty()) printDebug(n, false);
+  for(auto& kv : paramNodes_)
+    if(!kv.second->debugMsg_.empty()) printDebug(kv.second.get(), false);
+}
+
+void GradCtx::add(size_t i, Expr g) {
+  Node* c = node->children_[i];
+  if(!c->needsGrad_ || !g) return;
+  if(g->shape() != c->shape()) {
+    // Undo broadcasting: sum over the broadcast dims, then drop/restore rank.
+    const Shape& gs = g->shape();
+    const Shape& cs = c->shape();
+    int off = gs.rank() - cs.rank();
+    ONYX_ASSERT(off >= 0, "gradient of shape ", gs, " for input of shape ", cs, " in op ", node->type());
+    IntList axes;
+    for(int a = 0; a < gs.rank(); ++a)
+      if(a < off || (cs.dims()[a - off] == 1 && gs.dims()[a] != 1)) axes.push_back(a);
+    const OpDef& sum = Registry::instance().get("sum");
+    if(!axes.empty()) g = graph.make(sum, {g}, {{"axes", axes}, {"keepdims", int64_t(1)}});
+    if(g->shape() != cs) g = graph.make(Registry::instance().get("reshape"), {g}, {{"shape", attr(cs.vec())}});
+  }
+  if(g->value_type() != c->value_type())
+    g = graph.make(Registry::instance().get("cast"), {g}, {{"to", int64_t(c->value_type())}});
+  if(c->adj_) g = graph.make(Registry::instance().get("add"), {Expr(c->adj_), g});
+  c->adj_ = g.get();
+}
+
+bool GradCtx::needs(size_t i) const { return node->children_[i]->needsGrad_; }
+
+void ExpressionGraph::backward(Expr rootExpr) {
+  ONYX_CHECK(!inference_, "backward() on a graph in inference mode; call setInference(false) to train");
+  ONYX_CHECK(count_ > 0, "backward() on an empty graph");
+  Node* root = rootExpr ? rootExpr.operator->() : blocks_[(count_ - 1) / kBlockNodes] + (count_ - 1) % kBlockNodes;
+  size_t forwardCount = count_;
+  std::vector<Node*> order;
+  order.reserve(forwardCount);
+  for(size_t i = 0; i < forwardCount; ++i) order.push_back(blocks_[i / kBlockNodes] + i % kBlockNodes);
+
+  // Which nodes lie on a path from a trainable param to the root.
+  for(auto& kv : paramNodes_) {
+    kv.second->needsGrad_ = kv.second->trainable_;
+    kv.second->adj_ = nullptr;
+  }
+  for(Node* n : order) {
+    n->adj_ = nullptr;
+    n->backwardNode_ = false;
+    if(n->kind_ != NodeKind::Op) { n->needsGrad_ = n->kind_ == NodeKind::Param && n->trainable_; continue; }
+    n->needsGrad_ = false;
+    for(Node* c : n->children_) n->needsGrad_ = n->needsGrad_ || c->needsGrad_;
+  }
+  if(root->kind_ == NodeKind::Param) root->needsGrad_ = root->trainable_;
+
+  // Build the gradient expressions in reverse order.
+  if(root->needsGrad_) {
+    ensureValue(root);
+    root->adj_ = ones(root->shape_, root->type_).get();
+    std::vector<char> reach(forwardCount, 0);
+    size_t rootIdx = 0;
+    for(size_t i = 0; i < forwardCount; ++i)
+      if(order[i] == root) rootIdx = i;
+    for(size_t i = rootIdx + 1; i-- > 0;) {
+      Node* n = order[i];
+      if(n->kind_ != NodeKind::Op || !n->adj_ || !n->needsGrad_) continue;
+      ONYX_CHECK(n->op_->differentiable(), "cannot differentiate through op '", n->op_->name, "' (node ", n->id_,
+                 "): ", n->op_->notDifferentiableWhy, "; make its inputs constants or wrap them in stop_gradient");
+      GradCtx ctx{n, *this, Expr(n->adj_), n->attrs()};
+      n->op_->backwardFn(ctx);
+    }
+  }
+
+  // Execute the new (backward) nodes; free each value after its last use.
+  for(size_t i = forwardCount; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    n->backwardNode_ = true;
+    n->pending_ = 0;
+  }
+  std::vector<Node*> keep;  // nodes whose gradient the user keeps
+  for(auto& kv : paramNodes_)
+    if(kv.second->adj_) keep.push_back(kv.second.get());
+  for(Node* n : order)
+    if(n->adj_ && (n->retainGrad_ || n->kind_ == NodeKind::Param)) keep.push_back(n);
+  for(Node* k : keep) ++k->adj_->pending_;
+  for(size_t i = forwardCount; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    for(Node* c : n->children_) ++c->pending_;
+  }
+  for(Node* n : order)  // recomputed forward values die after their last backward use
+    if(n->kind_ == NodeKind::Op && !n->val_) n->recomputed_ = false;
+  for(size_t i = forwardCount; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    if(n->kind_ == NodeKind::Op) computeNode(n);
+    for(Node* c : n->children_) {
+      if(--c->pending_ > 0) continue;
+      if(c->backwardNode_ || (c->recomputed_ && checkpointing_)) {
+        if(c->kind_ == NodeKind::Op) c->val_.reset();
+        c->recomputed_ = false;
+      }
+    }
+  }
+  // Hand gradients to their nodes; params keep a persistent gradient tensor.
+  for(auto& kv : paramNodes_) {
+    Node* p = kv.second.get();
+    if(!p->trainable_) continue;
+    if(!p->grad_) p->grad_ = TensorBase::create(p->shape_, p->type_, device_);
+    if(p->adj_) p->grad_->copyFrom(*p->adj_->val_);
+    else p->grad_->set(0.0);
+  }
+  for(Node* n : order) {
+    if(n->kind_ == NodeKind::Param) continue;
+    n->grad_ = (n->adj_ && n->retainGrad_) ? n->adj_->val_ : Tensor();
+  }
+  for(auto& kv : paramNodes_)
+    if(!kv.second->debugMsg_.empty()) printDebug(kv.second.get(), true);
+  for(Node* n : order)
+    if(!n->debugMsg_.empty() && n->kind_ != NodeKind::Param && n->grad_) printDebug(n, true);
+  // The gradient expressions are transient: drop them, keep the forward graph.
+  for(auto& kv : paramNodes_) kv.second->adj_ = nullptr;
+  for(Node* n : order) n->adj_ = nullptr;
+  nextId_ -= count_ - forwardCount;
+  truncate(forwardCount);
+}
+
+void ExpressionGraph::printDebug(Node* n, bool grad) const {
+  Tensor t = grad ? n->grad_ : n->val_;
+  if(!t) return;
+  std::ostringstream os;
+  os << (grad ? "Debug Grad: " : "Debug: ") << n->debugMsg_ << " op=" << n->type() << "\n" << t->debug();
+  std::string s = os.str();
+  if(log::enabled()) {
+    // First line through the logger (timestamped), the values as they are.
+    auto nl = s.find('\n');
+    log::info(s.substr(0, nl));
+    auto nl2 = s.find('\n', nl + 1);
+    log::info(s.substr(nl + 1, nl2 - nl - 1));
+    std::cerr << s.substr(nl2 + 1);
+  } else {
+    std::cerr << s;
+  }
+}
+
+MemoryStats ExpressionGraph::memoryStats() const {
+  return {workspace_->peakBytes(), workspace_->bytesInUse(), workspace_->capacity()};
+}
+
+void ExpressionGraph::resetPeakMemory() { workspace_->resetPeak(); }
+
+// ---- graphviz
+
+std::string ExpressionGraph::graphviz() const {
+  std::ostringstream os;
+  os << "digraph ExpressionGraph {\n  graph[splines=ortho]\n  node[fontname=\"Helvetica\"]\n  rankdir=LR\n";
+  std::vector<const Node*> all;
+  for(auto& kv : paramNodes_) all.push_back(kv.second.get());
+  for(size_t i = 0; i < count_; ++i) all.push_back(blocks_[i / kBlockNodes] + i % kBlockNodes);
+  auto esc = [](const std::string& s) {
+    std::string r;
+    for(char ch : s) { if(ch == '"' || ch == '\\') r += '\\'; r += ch; }
+    return r;
+  };
+  for(const Node* n : all) {
+    std::string label = n->type() + " (" + std::to_string(n->id_) + ", " + (n->trainable_ ? "1" : "0") + ")";
+    if(!n->name_.empty()) label += "\\n" + esc(n->name_);
+    label += "\\n" + n->shape_.toString() + " " + typeName(n->type_);
+    if(n->op_)
+      for(size_t a = 0; a < n->attrs_.size(); ++a)
+        if(!(n->attrs_[a] == n->op_->attrSpecs[a].defaultValue))
+          label += "\\n" + n->op_->attrSpecs[a].name + "=" + esc(attrToString(n->attrs_[a]));
+    const char* shape = n->kind_ == NodeKind::Param ? "box" : n->kind_ == NodeKind::Op ? "ellipse" : "octagon";
+    const char* color = n->kind_ == NodeKind::Param ? (n->trainable_ ? "orange" : "gray") : n->kind_ == NodeKind::Op ? "white" : "lightblue";
+    os << "  \"n" << n->id_ << "\" [shape=\"" << shape << "\", label=\"" << label << "\", style=\"filled\", fillcolor=\""
+       << color << "\"]\n";
+  }
+  for(const Node* n : all)
+    for(const Node* c : n->children_) os << "  \"n" << c->id_ << "\" -> \"n" << n->id_ << "\"\n";
+  os << "}\n";
+  return os.str();
+}
+
+// ---- save / load
+
+void ExpressionGraph::save(const std::string& filename) const {
+  io::NamedTensors items;
+  for(auto& p : params_->all()) items.emplace_back(p->name(), p->val());
+  io::saveNpz(filename, items);
+}
+
+void ExpressionGraph::load(const std::string& filename) {
+  for(auto& kv : io::loadNpz(filename)) {
+    auto it = paramNodes_.find(kv.first);
+    if(it == paramNodes_.end()) {
+      pendingLoaded_[kv.first] = kv.second;  // picked up by a later param() call
+      continue;
+    }
+    Node* p = it->second.get();
+    ONYX_CHECK(p->shape_ == kv.second->shape(), filename, ": param '", kv.first, "' has shape ", kv.second->shape(),
+               " in the file but ", p->shape_, " in the graph");
+    p->val_->copyFrom(*kv.second);
+  }
+}
+
+}  // namespace onyx

@@ -1,0 +1,151 @@
+// ExpressionGraph: a dynamic graph rebuilt per batch (seed design), with
+// reverse-mode autodiff whose backward rules are themselves graph expressions.
+#pragma once
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <onyx/core/allocator.h>
+#include <onyx/core/device.h>
+#include <onyx/core/ptr.h>
+#include <onyx/graph/node.h>
+#include <onyx/graph/op_def.h>
+
+namespace onyx {
+
+// The persistent set of a graph's params (survives clear()).
+class Parameters {
+public:
+  const std::vector<Expr>& all() const { return ordered_; }
+  std::vector<Expr>::const_iterator begin() const { return ordered_.begin(); }
+  std::vector<Expr>::const_iterator end() const { return ordered_.end(); }
+  size_t size() const { return ordered_.size(); }
+  Expr get(const std::string& name) const;  // null Expr if absent
+  int64_t totalElements() const;
+
+private:
+  friend class ExpressionGraph;
+  std::vector<Expr> ordered_;
+  std::map<std::string, Expr> byName_;
+};
+
+// Memory figures of the last forward/backward (workspace bytes).
+struct MemoryStats {
+  size_t peakBytes = 0;
+  size_t inUseBytes = 0;
+  size_t capacityBytes = 0;
+};
+
+class ExpressionGraph : public std::enable_shared_from_this<ExpressionGraph> {
+public:
+  ExpressionGraph();
+  ~ExpressionGraph();
+  ExpressionGraph(const ExpressionGraph&) = delete;
+  ExpressionGraph& operator=(const ExpressionGraph&) = delete;
+
+  // ---- set-up ----
+  void setDevice(DeviceId device);
+  DeviceId getDeviceId() const { return device_; }
+  void reserveWorkspaceMB(size_t mb);
+  void setDefaultElementType(Type t) { defaultType_ = t; }
+  Type getDefaultElementType() const { return defaultType_; }
+  void setInference(bool inference) { inference_ = inference; }
+  bool isInference() const { return inference_; }
+  void setCheckpointing(bool on) { checkpointing_ = on; }
+  bool isCheckpointing() const { return checkpointing_; }
+  void setSeed(uint64_t seed) { rng_.seed(seed); }
+  Rng& rng() { return rng_; }
+
+  // ---- leaves ----
+  Expr constant(const Shape& shape, const NodeInitializer& init, Type type = Type::undefined);
+  Expr ones(const Shape& shape, Type type = Type::undefined);
+  Expr zeros(const Shape& shape, Type type = Type::undefined);
+  // A rank-0 constant (used by the scalar forms of the operators).
+  Expr scalar(double v, Type type);
+  // Integer labels / indices as an int64 vector.
+  Expr indices(const std::vector<int64_t>& v);
+  template <class I, class = std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, int64_t>::value>>
+  Expr indices(const std::vector<I>& v) { return indices(std::vector<int64_t>(v.begin(), v.end())); }
+  // Named params persist across clear(); asking again for a name returns the
+  // same param (its shape and type must match).
+  Expr param(const std::string& name, const Shape& shape, const NodeInitializer& init,
+             Type type = Type::undefined, bool trainable = true);
+  Expr param(const std::string& name, const Shape& shape, const NodeInitializer& init, bool trainable) {
+    return param(name, shape, init, Type::undefined, trainable);
+  }
+  // An input whose value is bound (and re-bound) with node->bind(tensor) or
+  // bindInput(name, tensor) before each forward().
+  Expr input(const std::string& name, const Shape& shape, Type type = Type::undefined);
+  void bindInput(const std::string& name, const Tensor& t);
+  Expr get(const std::string& name) const;  // param or input by name, null if absent
+
+  // ---- building (used by the expression operators) ----
+  Expr make(const OpDef& op, std::initializer_list<Expr> inputs,
+            std::initializer_list<std::pair<const char*, AttrValue>> attrs = {});
+  Expr make(const OpDef& op, const std::vector<Expr>& inputs,
+            std::initializer_list<std::pair<const char*, AttrValue>> attrs = {});
+  Expr make(const OpDef& op, const std::vector<Expr>& inputs, const std::vector<std::pair<std::string, AttrValue>>& attrs);
+
+  // ---- execution ----
+  void forward();
+  // Reverse-mode autodiff from `root` (default: the last node built), seeded
+  // with ones. Param gradients are overwritten (not accumulated across calls).
+  void backward(Expr root = nullptr);
+  void backprop() { forward(); backward(); }
+  void clear();  // drops all nodes but params (and their optimizer state elsewhere)
+
+  // ---- inspection ----
+  Ptr<Parameters> params() const { return params_; }
+  size_t size() const { return count_; }  // nodes in the current build
+  std::vector<Expr> nodes() const;        // in build (topological) order
+  std::string graphviz() const;
+  MemoryStats memoryStats() const;
+  void resetPeakMemory();
+
+  // ---- params I/O (.npz, readable by numpy) ----
+  void save(const std::string& filename) const;
+  void load(const std::string& filename);
+
+  // Internal: executes one node (allocates its value, runs its kernel).
+  void computeNode(Node* n);
+  Ptr<Allocator> workspace() const { return workspace_; }
+
+private:
+  Node* newNode(NodeKind kind);
+  Expr finish(Node* n);
+  Expr makeImpl(const OpDef& op, const Expr* inputs, size_t n);
+  void setAttrs(Node* node, const OpDef& op, const char* name, const AttrValue& v);
+  void inferNode(Node* n);
+  void ensureValue(Node* n);
+  void releaseValue(Node* n);
+  void truncate(size_t mark);
+  void printDebug(Node* n, bool grad) const;
+  Node* cseFind(Node* n);
+  void cseInsert(Node* n);
+
+  DeviceId device_;
+  Ptr<Allocator> workspace_;
+  Type defaultType_ = Type::float32;
+  bool inference_ = false;
+  bool checkpointing_ = false;
+  Rng rng_{1234};
+
+  // Node pool: fixed blocks, nodes addressed by index; never shrinks until
+  // destruction, so a rebuilt graph reuses the same memory.
+  static constexpr size_t kBlockNodes = 256;
+  std::vector<Node*> blocks_;
+  size_t count_ = 0;
+  uint32_t generation_ = 1;
+  size_t nextId_ = 0;
+  std::vector<Node*> cse_;  // open addressing, sized to a power of two
+  size_t cseCount_ = 0;
+
+  Ptr<Parameters> params_;
+  std::map<std::string, std::unique_ptr<Node>> paramNodes_;
+  std::map<std::string, Tensor> pendingLoaded_;  // load() before param()
+  std::map<std::string, Node*> inputs_;
+};
+
+}  // namespace onyx

@@ -1,0 +1,143 @@
+// The op registry: one OpDef per op, declared once in its family file under
+// src/ops with everything about it side by side (name, attributes, shape
+// inference, kernels, backward, ONNX mapping). Graph building, execution,
+// autodiff, the importer/exporter, docs and the test harness all loop over it.
+#pragma once
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <onyx/graph/node.h>
+
+namespace onyx {
+
+struct InferCtx;
+struct KernelCtx;
+struct GradCtx;
+struct OnnxImportCtx;  // defined by converters/
+struct OnnxExportCtx;
+
+using InferFn = std::function<void(InferCtx&)>;
+using KernelFn = std::function<void(KernelCtx&)>;
+using BackwardFn = std::function<void(GradCtx&)>;
+
+struct OnnxMapping {
+  std::string opType;
+  std::string domain;  // "" is the default ONNX domain
+  int since = 1;
+  int until = 1 << 30;  // inclusive
+  std::function<void(OnnxImportCtx&)> importer;  // filled by the ONNX issues
+  std::function<void(OnnxExportCtx&)> exporter;
+};
+
+struct OpDef {
+  std::string name;  // friendly, unique, lower_snake_case
+  std::string docString;
+  std::string family;
+  int minInputs = 1, maxInputs = 1;  // maxInputs -1: variadic
+  std::vector<AttrSpec> attrSpecs;
+  InferFn inferFn;
+  KernelFn kernels[2];  // by DeviceType
+  BackwardFn backwardFn;
+  std::string notDifferentiableWhy;
+  std::vector<OnnxMapping> onnxMappings;
+  std::string noOnnxWhy;
+  bool isStochastic = false;
+
+  // Declarative builder, used as ONYX_OP(kSin, "sin").doc(..).inputs(1)...
+  OpDef& doc(std::string d) { docString = std::move(d); return *this; }
+  OpDef& inputs(int n) { minInputs = maxInputs = n; return *this; }
+  OpDef& inputs(int lo, int hi) { minInputs = lo; maxInputs = hi; return *this; }
+  OpDef& attr(const std::string& n, AttrValue def) { attrSpecs.push_back({n, std::move(def)}); return *this; }
+  OpDef& infer(InferFn f) { inferFn = std::move(f); return *this; }
+  OpDef& cpu(KernelFn f) { kernels[0] = std::move(f); return *this; }
+  OpDef& gpu(KernelFn f) { kernels[1] = std::move(f); return *this; }
+  OpDef& backward(BackwardFn f) { backwardFn = std::move(f); return *this; }
+  OpDef& notDifferentiable(std::string why) { notDifferentiableWhy = std::move(why); return *this; }
+  OpDef& onnx(std::string opType, int since, int until = 1 << 30) {
+    onnxMappings.push_back({std::move(opType), "", since, until, nullptr, nullptr});
+    return *this;
+  }
+  OpDef& noOnnx(std::string why) { noOnnxWhy = std::move(why); return *this; }
+  OpDef& stochastic() { isStochastic = true; return *this; }
+
+  int attrIndex(const char* name) const;  // -1 if absent
+  bool differentiable() const { return static_cast<bool>(backwardFn); }
+};
+
+class Registry {
+public:
+  static Registry& instance();
+  OpDef& define(const std::string& name, const std::string& family);
+  const OpDef* find(const std::string& name) const;
+  const OpDef& get(const std::string& name) const;  // throws onyx::Error if unknown
+  std::vector<const OpDef*> all() const;            // sorted by name
+
+private:
+  std::map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+// Declares an op in a family file: ONYX_OP(kSin, "sin").doc("y = sin(x)")...
+#define ONYX_OP(var, name) \
+  static ::onyx::OpDef& var = ::onyx::Registry::instance().define(name, __FILE__)
+
+// ---- contexts handed to the op's functions ----
+
+struct InferCtx {
+  const OpDef& op;
+  const SmallVec<Node*, 3>& inputs;
+  Attrs attrs;
+  Shape shape;                    // output, to be set
+  Type type = Type::undefined;    // output, to be set
+
+  size_t n() const { return inputs.size(); }
+  const Shape& shapeOf(size_t i) const;
+  Type typeOf(size_t i) const;
+  // Throws onyx::Error "<op>: <message> (inputs: 2x3 float32, 3 float32)".
+  template <class... A>
+  [[noreturn]] void fail(const A&... a) const { failMsg(str(a...)); }
+  template <class... A>
+  void check(bool cond, const A&... a) const { if(!cond) failMsg(str(a...)); }
+  // Requires every input to have the same element type, returns it.
+  Type commonType() const;
+  void requireFloat(size_t i) const;
+  std::string describeInputs() const;
+
+private:
+  [[noreturn]] void failMsg(const std::string& msg) const;
+};
+
+struct KernelCtx {
+  Node& node;
+  TensorBase& out;
+  SmallVec<TensorBase*, 4> in;
+  Attrs attrs;
+  Rng& rng;
+  ExpressionGraph& graph;
+  Tensor scratch(const Shape& s, Type t);  // workspace memory, freed with the handle
+};
+
+struct GradCtx {
+  Node* node;
+  ExpressionGraph& graph;
+  Expr dy;  // gradient of the loss w.r.t. this node's output
+  Attrs attrs;
+  Expr y() const;                 // this node's output
+  Expr x(size_t i) const;         // input i
+  size_t n() const;
+  bool needs(size_t i) const;     // whether input i wants a gradient
+  // Accumulates g into input i's gradient; g is summed down to the input's
+  // shape when the op broadcast it.
+  void add(size_t i, Expr g);
+};
+
+// Shape/type inference shared by many ops.
+namespace infer {
+void sameAsInput0(InferCtx& c);
+void broadcast(InferCtx& c);         // common type, broadcast shape
+void broadcastToBool(InferCtx& c);   // common type inputs, broadcast shape, bool output
+}  // namespace infer
+
+}  // namespace onyx

@@ -1,0 +1,222 @@
+#include <onyx/io/npz.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace onyx {
+namespace io {
+
+namespace {
+
+const char* npyDescr(Type t) {
+  switch(t) {
+    case Type::float32: return "<f4";
+    case Type::float64: return "<f8";
+    case Type::float16: return "<f2";
+    case Type::int8: return "|i1";
+    case Type::int16: return "<i2";
+    case Type::int32: return "<i4";
+    case Type::int64: return "<i8";
+    case Type::uint8: return "|u1";
+    case Type::uint16: return "<u2";
+    case Type::uint32: return "<u4";
+    case Type::uint64: return "<u8";
+    case Type::boolean: return "|b1";
+    case Type::bfloat16: return "<V2";  // numpy has no bfloat16; raw 2-byte records
+    default: return nullptr;
+  }
+}
+
+Type typeFromDescr(const std::string& d, const std::string& where) {
+  static const std::pair<const char*, Type> table[] = {
+      {"f4", Type::float32}, {"f8", Type::float64}, {"f2", Type::float16}, {"i1", Type::int8},
+      {"i2", Type::int16},   {"i4", Type::int32},   {"i8", Type::int64},   {"u1", Type::uint8},
+      {"u2", Type::uint16},  {"u4", Type::uint32},  {"u8", Type::uint64},  {"b1", Type::boolean},
+      {"V2", Type::bfloat16}};
+  ONYX_CHECK(d.size() == 3, where, ": unsupported npy dtype '", d, "'");
+  ONYX_CHECK(d[0] != '>', where, ": big-endian npy dtype '", d, "' is not supported");
+  for(auto& e : table)
+    if(d.substr(1) == e.first) return e.second;
+  fail(where, ": unsupported npy dtype '", d, "'");
+}
+
+void put16(std::string& s, uint32_t v) { s += char(v & 0xff); s += char((v >> 8) & 0xff); }
+void put32(std::string& s, uint32_t v) { put16(s, v & 0xffff); put16(s, v >> 16); }
+uint32_t get16(const std::string& s, size_t o) { return uint8_t(s[o]) | (uint32_t(uint8_t(s[o + 1])) << 8); }
+uint32_t get32(const std::string& s, size_t o) { return get16(s, o) | (get16(s, o + 2) << 16); }
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  ONYX_CHECK(f, path, ": cannot open file for reading");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string npyBytes(const TensorBase& t) {
+  const char* descr = npyDescr(t.type());
+  ONYX_CHECK(descr, "cannot store a tensor of type ", t.type(), " in .npy");
+  std::string shape = "(";
+  for(auto d : t.shape().dims()) shape += std::to_string(d) + ",";
+  if(t.shape().rank() > 1) shape.pop_back();
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Magic(6) + version(2) + len(2) + header + '\n', padded to 64 bytes.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  put16(out, static_cast<uint32_t>(header.size()));
+  out += header;
+  out.append(static_cast<const char*>(t.raw()), t.bytes());
+  return out;
+}
+
+Tensor parseNpy(const std::string& b, const std::string& where) {
+  ONYX_CHECK(b.size() >= 10 && b.compare(0, 6, "\x93NUMPY") == 0, where, ": not a .npy array (bad magic)");
+  int major = uint8_t(b[6]);
+  size_t hlen, hoff;
+  if(major == 1) { hlen = get16(b, 8); hoff = 10; }
+  else { ONYX_CHECK(b.size() >= 12, where, ": truncated .npy header"); hlen = get32(b, 8); hoff = 12; }
+  ONYX_CHECK(hoff + hlen <= b.size(), where, ": truncated .npy header");
+  std::string h = b.substr(hoff, hlen);
+  auto field = [&](const std::string& key) {
+    auto p = h.find("'" + key + "'");
+    ONYX_CHECK(p != std::string::npos, where, ": .npy header lacks '", key, "'");
+    p = h.find(':', p);
+    ONYX_CHECK(p != std::string::npos, where, ": malformed .npy header");
+    return p + 1;
+  };
+  size_t p = h.find('\'', field("descr"));
+  ONYX_CHECK(p != std::string::npos, where, ": malformed .npy descr");
+  std::string descr = h.substr(p + 1, h.find('\'', p + 1) - p - 1);
+  Type type = typeFromDescr(descr, where);
+  size_t fo = field("fortran_order");
+  ONYX_CHECK(h.compare(h.find_first_not_of(' ', fo), 5, "False") == 0, where,
+             ": Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
+  size_t s0 = h.find('(', field("shape")), s1 = h.find(')', s0);
+  ONYX_CHECK(s0 != std::string::npos && s1 != std::string::npos, where, ": malformed .npy shape");
+  std::vector<int64_t> dims;
+  std::stringstream ss(h.substr(s0 + 1, s1 - s0 - 1));
+  std::string tok;
+  while(std::getline(ss, tok, ',')) {
+    if(tok.find_first_not_of(' ') == std::string::npos) continue;
+    try {
+      dims.push_back(std::stoll(tok));
+    } catch(...) {
+      fail(where, ": malformed .npy shape '", h.substr(s0, s1 - s0 + 1), "'");
+    }
+  }
+  Shape shape(dims);
+  Tensor t = TensorBase::create(shape, type);
+  ONYX_CHECK(b.size() - hoff - hlen == t->bytes(), where, ": .npy data has ", b.size() - hoff - hlen,
+             " bytes but shape ", shape, " of ", type, " needs ", t->bytes());
+  std::memcpy(t->raw(), b.data() + hoff + hlen, t->bytes());
+  return t;
+}
+
+void writeFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    ONYX_CHECK(f, path, ": cannot open '", tmp, "' for writing");
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    f.flush();
+    if(!f) {
+      std::remove(tmp.c_str());
+      fail(path, ": write failed (disk full?)");
+    }
+  }
+  if(std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(path, ": cannot rename temporary file into place");
+  }
+}
+
+void saveNpz(const std::string& path, const NamedTensors& items) {
+  std::string zip, central;
+  uint32_t count = 0;
+  for(auto& it : items) {
+    std::string name = it.first + ".npy";
+    std::string data = npyBytes(*it.second);
+    ONYX_CHECK(data.size() < 0xffffffffu && zip.size() < 0xffffffffu, path,
+               ": more than 4 GB; zip64 is not supported for writing");
+    uint32_t crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+    uint32_t offset = static_cast<uint32_t>(zip.size());
+    // Local file header (stored, no compression).
+    put32(zip, 0x04034b50); put16(zip, 20); put16(zip, 0); put16(zip, 0); put16(zip, 0); put16(zip, 0x21);
+    put32(zip, crc); put32(zip, static_cast<uint32_t>(data.size())); put32(zip, static_cast<uint32_t>(data.size()));
+    put16(zip, static_cast<uint32_t>(name.size())); put16(zip, 0);
+    zip += name;
+    zip += data;
+    put32(central, 0x02014b50); put16(central, 20); put16(central, 20); put16(central, 0); put16(central, 0);
+    put16(central, 0); put16(central, 0x21); put32(central, crc); put32(central, static_cast<uint32_t>(data.size()));
+    put32(central, static_cast<uint32_t>(data.size())); put16(central, static_cast<uint32_t>(name.size()));
+    put16(central, 0); put16(central, 0); put16(central, 0); put16(central, 0); put32(central, 0); put32(central, offset);
+    central += name;
+    ++count;
+  }
+  uint32_t cdOffset = static_cast<uint32_t>(zip.size());
+  zip += central;
+  put32(zip, 0x06054b50); put16(zip, 0); put16(zip, 0); put16(zip, count); put16(zip, count);
+  put32(zip, static_cast<uint32_t>(central.size())); put32(zip, cdOffset); put16(zip, 0);
+  writeFileAtomic(path, zip);
+}
+
+NamedTensors loadNpz(const std::string& path) {
+  std::string z = readFile(path);
+  // Find the end-of-central-directory record from the back.
+  ONYX_CHECK(z.size() >= 22, path, ": not an .npz file (too short)");
+  size_t eocd = std::string::npos;
+  for(size_t i = z.size() - 22 + 1; i-- > 0 && z.size() - i <= 22 + 65535;)
+    if(get32(z, i) == 0x06054b50) { eocd = i; break; }
+  ONYX_CHECK(eocd != std::string::npos, path, ": not an .npz file (no zip directory; truncated?)");
+  uint32_t n = get16(z, eocd + 10);
+  size_t cd = get32(z, eocd + 16);
+  NamedTensors out;
+  for(uint32_t k = 0; k < n; ++k) {
+    ONYX_CHECK(cd + 46 <= z.size() && get32(z, cd) == 0x02014b50, path, ": corrupt zip directory entry ", k);
+    uint32_t method = get16(z, cd + 10);
+    uint32_t crc = get32(z, cd + 16);
+    size_t csize = get32(z, cd + 20), usize = get32(z, cd + 24);
+    size_t nlen = get16(z, cd + 28), elen = get16(z, cd + 30), clen = get16(z, cd + 32);
+    size_t local = get32(z, cd + 42);
+    ONYX_CHECK(cd + 46 + nlen <= z.size(), path, ": corrupt zip directory entry ", k);
+    std::string name = z.substr(cd + 46, nlen);
+    cd += 46 + nlen + elen + clen;
+    ONYX_CHECK(csize != 0xffffffffu && usize != 0xffffffffu, path, ": member '", name, "' uses zip64 (not supported)");
+    ONYX_CHECK(local + 30 <= z.size() && get32(z, local) == 0x04034b50, path, ": corrupt local header of '", name, "'");
+    size_t data = local + 30 + get16(z, local + 26) + get16(z, local + 28);
+    ONYX_CHECK(data + csize <= z.size(), path, ": member '", name, "' is truncated");
+    std::string bytes;
+    if(method == 0) {
+      bytes = z.substr(data, csize);
+    } else if(method == 8) {
+      bytes.resize(usize);
+      z_stream s{};
+      ONYX_CHECK(inflateInit2(&s, -MAX_WBITS) == Z_OK, path, ": zlib init failed");
+      s.next_in = reinterpret_cast<Bytef*>(&z[data]);
+      s.avail_in = static_cast<uInt>(csize);
+      s.next_out = reinterpret_cast<Bytef*>(&bytes[0]);
+      s.avail_out = static_cast<uInt>(usize);
+      int rc = inflate(&s, Z_FINISH);
+      inflateEnd(&s);
+      ONYX_CHECK(rc == Z_STREAM_END && s.total_out == usize, path, ": member '", name, "' does not inflate (corrupt)");
+    } else {
+      fail(path, ": member '", name, "' uses zip compression method ", method, " (only stored and deflate are supported)");
+    }
+    uint32_t got = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+    ONYX_CHECK(got == crc, path, ": member '", name, "' fails its CRC check (corrupt file)");
+    if(name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    out.emplace_back(name, parseNpy(bytes, path + ":" + name));
+  }
+  return out;
+}
+
+}  // namespace io
+}  // namespace onyx

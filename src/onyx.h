@@ -1,0 +1,19 @@
+// Umbrella header: #include <onyx/onyx.h> and `using namespace onyx;` is all a
+// user needs for the graph API, the ops, training and params I/O.
+#pragma once
+
+#include <onyx/core/allocator.h>
+#include <onyx/core/device.h>
+#include <onyx/core/error.h>
+#include <onyx/core/logging.h>
+#include <onyx/core/ptr.h>
+#include <onyx/core/shape.h>
+#include <onyx/core/tensor.h>
+#include <onyx/core/types.h>
+#include <onyx/graph/expression_graph.h>
+#include <onyx/graph/node.h>
+#include <onyx/graph/node_initializers.h>
+#include <onyx/graph/debug.h>
+#include <onyx/ops/ops.h>
+#include <onyx/train/optimizers.h>
+#include <onyx/io/npz.h>

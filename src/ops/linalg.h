@@ -1,0 +1,9 @@
+// Expression operators of src/ops/linalg.cpp.
+#pragma once
+#include <vector>
+
+#include <onyx/graph/node.h>
+
+namespace onyx {
+
+}  // namespace onyx

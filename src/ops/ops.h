@@ -1,0 +1,7 @@
+// All expression operators, one header per op family.
+#pragma once
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/shape.h>
+#include <onyx/ops/linalg.h>
+#include <onyx/ops/nn.h>

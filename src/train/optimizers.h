@@ -1,0 +1,100 @@
+// Optimizers: Optimizer<Sgd>(lr), Optimizer<Adagrad>(lr), Optimizer<Adam>(lr),
+// Optimizer<AdamW>(lr); opt->update(graph) applies one step to every trainable
+// param of the graph using the gradients of the last backward().
+#pragma once
+#include <map>
+#include <string>
+
+#include <onyx/core/ptr.h>
+#include <onyx/core/tensor.h>
+
+namespace onyx {
+
+class ExpressionGraph;
+
+struct OptimizerOptions {
+  double lr = 0.001;
+  double momentum = 0.0;       // Sgd
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam(W)
+  double adagradEps = 1e-10;
+  double weightDecay = 0.0;    // Sgd/Adagrad/Adam: L2 added to the gradient; AdamW: decoupled
+  double clipNorm = 0.0;       // > 0: scale gradients so their global L2 norm is at most this
+};
+
+class OptimizerBase {
+public:
+  explicit OptimizerBase(OptimizerOptions o) : opt_(o) {}
+  virtual ~OptimizerBase() = default;
+
+  // One step on all trainable params of `graph`. Returns the global gradient
+  // norm before clipping.
+  double update(Ptr<ExpressionGraph> graph);
+  double update(ExpressionGraph& graph);
+
+  void setLearningRate(double lr) { opt_.lr = lr; }
+  double learningRate() const { return opt_.lr; }
+  void setClipNorm(double c) { opt_.clipNorm = c; }
+  void setWeightDecay(double wd) { opt_.weightDecay = wd; }
+  const OptimizerOptions& options() const { return opt_; }
+  size_t steps() const { return step_; }
+
+  // Optimizer state (moments, step) by "<param>/<slot>", for checkpoints.
+  std::map<std::string, Tensor>& state() { return state_; }
+
+protected:
+  // Updates one param in place. `scale` multiplies the gradient (clipping).
+  virtual void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) = 0;
+  Tensor& slot(const std::string& param, const std::string& slot, const TensorBase& like);
+
+  OptimizerOptions opt_;
+  size_t step_ = 0;
+  std::map<std::string, Tensor> state_;
+};
+
+class Sgd : public OptimizerBase {
+public:
+  using OptimizerBase::OptimizerBase;
+protected:
+  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+};
+
+class Adagrad : public OptimizerBase {
+public:
+  using OptimizerBase::OptimizerBase;
+protected:
+  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+};
+
+class Adam : public OptimizerBase {
+public:
+  using OptimizerBase::OptimizerBase;
+protected:
+  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+};
+
+// Adam with decoupled weight decay (Loshchilov & Hutter): w -= lr * wd * w.
+class AdamW : public Adam {
+public:
+  explicit AdamW(OptimizerOptions o) : Adam(withDefaultDecay(o)) {}
+protected:
+  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+private:
+  static OptimizerOptions withDefaultDecay(OptimizerOptions o) {
+    if(o.weightDecay == 0.0) o.weightDecay = 0.01;
+    return o;
+  }
+};
+
+template <class Algorithm>
+Ptr<OptimizerBase> Optimizer(double lr) {
+  OptimizerOptions o;
+  o.lr = lr;
+  return New<Algorithm>(o);
+}
+
+template <class Algorithm>
+Ptr<OptimizerBase> Optimizer(OptimizerOptions o) {
+  return New<Algorithm>(o);
+}
+
+}  // namespace onyx

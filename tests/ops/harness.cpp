@@ -1,0 +1,267 @@
+#include "ops/harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+namespace onyx {
+namespace test {
+
+std::vector<OpCase>& cases() {
+  static std::vector<OpCase> c;
+  return c;
+}
+
+Ref refOfShape(std::vector<int64_t> shape) {
+  Ref r;
+  r.shape = std::move(shape);
+  int64_t n = 1;
+  for(auto d : r.shape) n *= d;
+  r.v.assign(static_cast<size_t>(n), 0.0);
+  return r;
+}
+
+Ref refLike(const Ref& a) { return refOfShape(a.shape); }
+
+std::vector<int64_t> refStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for(int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+Ref refBroadcast(const std::vector<Ref>& ins, const std::function<double(const std::vector<double>&)>& f) {
+  size_t rank = 0;
+  for(auto& r : ins) rank = std::max(rank, r.shape.size());
+  std::vector<int64_t> out(rank, 1);
+  for(auto& r : ins)
+    for(size_t i = 0; i < r.shape.size(); ++i) {
+      int64_t& o = out[rank - r.shape.size() + i];
+      if(r.shape[i] != 1) o = r.shape[i];
+    }
+  Ref y = refOfShape(out);
+  auto os = refStrides(out);
+  std::vector<double> args(ins.size());
+  for(int64_t k = 0; k < y.size(); ++k) {
+    for(size_t j = 0; j < ins.size(); ++j) {
+      const Ref& r = ins[j];
+      auto st = refStrides(r.shape);
+      int64_t off = 0;
+      for(size_t i = 0; i < r.shape.size(); ++i) {
+        size_t oi = rank - r.shape.size() + i;
+        int64_t idx = (k / os[oi]) % out[oi];
+        off += (r.shape[i] == 1 ? 0 : idx) * st[i];
+      }
+      args[j] = r[off];
+    }
+    y[k] = f(args);
+  }
+  return y;
+}
+
+namespace {
+
+std::vector<Ref> makeInputs(const OpCase& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Ref> r;
+  for(auto& s : c.inputs) {
+    Ref x = refOfShape(s.shape);
+    if(!s.values.empty()) {
+      EXPECT_EQ(static_cast<int64_t>(s.values.size()), x.size()) << c.op << "/" << c.name << ": explicit values";
+      x.v = s.values;
+    } else if(s.integer) {
+      std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(s.lo), static_cast<int64_t>(s.hi));
+      for(auto& v : x.v) v = static_cast<double>(d(rng));
+    } else if(s.boolean) {
+      std::bernoulli_distribution d(0.5);
+      for(auto& v : x.v) v = d(rng) ? 1 : 0;
+    } else {
+      std::uniform_real_distribution<double> d(s.lo, s.hi);
+      for(auto& v : x.v) v = d(rng);
+    }
+    r.push_back(std::move(x));
+  }
+  return r;
+}
+
+Type inputType(const InputSpec& s, Type floatType) {
+  return s.integer ? Type::int64 : s.boolean ? Type::boolean : floatType;
+}
+
+// Builds the case's graph with inputs as params (float ones trainable).
+struct Built {
+  Ptr<ExpressionGraph> g;
+  std::vector<Expr> xs;
+  Expr y;
+};
+
+Built build(const OpCase& c, const std::vector<Ref>& ins, Type ft, bool trainable) {
+  Built b;
+  b.g = New<ExpressionGraph>();
+  b.g->setDevice({0, DeviceType::cpu});
+  b.g->setDefaultElementType(ft);
+  for(size_t i = 0; i < ins.size(); ++i) {
+    const InputSpec& s = c.inputs[i];
+    Type t = inputType(s, ft);
+    Shape shape(ins[i].shape);
+    bool train = trainable && s.differentiable && !s.integer && !s.boolean;
+    if(train)
+      b.xs.push_back(b.g->param("x" + std::to_string(i), shape, inits::fromVector(ins[i].v), t, true));
+    else
+      b.xs.push_back(b.g->constant(shape, inits::fromVector(ins[i].v), t));
+  }
+  b.y = c.build(b.xs);
+  return b;
+}
+
+Ref toRef(const Tensor& t) {
+  Ref r;
+  r.shape = t->shape().vec();
+  t->get(r.v);
+  return r;
+}
+
+void compare(const OpCase& c, const Ref& got, const Ref& want, double rtol, double atol, const char* what) {
+  ASSERT_EQ(got.shape, want.shape) << c.op << "/" << c.name << " " << what << ": output shape";
+  for(int64_t i = 0; i < got.size(); ++i) {
+    double g = got[i], w = want[i];
+    if(std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << c.op << "/" << c.name << " " << what << " [" << i << "]";
+      continue;
+    }
+    if(std::isinf(w)) {
+      EXPECT_EQ(g, w) << c.op << "/" << c.name << " " << what << " [" << i << "]";
+      continue;
+    }
+    ASSERT_NEAR(g, w, atol + rtol * std::fabs(w)) << c.op << "/" << c.name << " " << what << " element " << i;
+  }
+}
+
+Ref runForward(const OpCase& c, const std::vector<Ref>& ins, Type ft) {
+  Built b = build(c, ins, ft, false);
+  b.g->forward();
+  return toRef(b.y->val());
+}
+
+double weightedLoss(const Ref& y, const Ref& w) {
+  double s = 0;
+  for(int64_t i = 0; i < y.size(); ++i) s += y[i] * w[i];
+  return s;
+}
+
+class OpHarness : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpHarness, ForwardAndGradient) {
+  const OpCase& c = cases()[GetParam()];
+  auto ins = makeInputs(c, 42 + GetParam());
+
+  // Forward, float64 and float32, against the reference.
+  Ref out64 = runForward(c, ins, Type::float64);
+  if(c.stochastic) {
+    ASSERT_TRUE(c.check) << c.op << "/" << c.name << ": a stochastic case needs a check";
+    c.check(out64, ins);
+  } else {
+    ASSERT_TRUE(c.reference) << c.op << "/" << c.name << ": no reference";
+    Ref want = c.reference(ins);
+    compare(c, out64, want, 1e-10, 1e-10, "float64 forward");
+    // float32: the reference sees the inputs rounded to float32 too.
+    std::vector<Ref> ins32 = ins;
+    for(size_t i = 0; i < ins32.size(); ++i)
+      for(auto& v : ins32[i].v) v = static_cast<double>(static_cast<float>(v));
+    Ref out32 = runForward(c, ins32, Type::float32);
+    compare(c, out32, c.reference(ins32), c.rtol, c.atol, "float32 forward");
+  }
+
+  const OpDef& op = Registry::instance().get(c.op);
+  // Cases without a gradient check are allowed; OpRegistry.DifferentiableOpsAreGradientChecked
+  // makes sure every differentiable op has at least one case with it.
+  if(!c.gradcheck) return;
+  ASSERT_TRUE(op.differentiable()) << c.op << " has no backward but the case asks for a gradient check";
+
+  // Gradient check in float64: loss = sum(y * w).
+  Built b = build(c, ins, Type::float64, true);
+  Ref w = refOfShape(b.y->shape().vec());
+  std::mt19937_64 rng(7 + GetParam());
+  std::uniform_real_distribution<double> d(-1, 1);
+  for(auto& v : w.v) v = d(rng);
+  auto wc = b.g->constant(b.y->shape(), inits::fromVector(w.v), Type::float64);
+  auto loss = sum(b.y * wc);
+  b.g->forward();
+  b.g->backward(loss);
+  int checked = 0;
+  const double eps = 1e-6;
+  for(size_t i = 0; i < ins.size(); ++i) {
+    const InputSpec& s = c.inputs[i];
+    if(!s.differentiable || s.integer || s.boolean) continue;
+    Ref analytic = toRef(b.xs[i]->grad());
+    for(int64_t j = 0; j < ins[i].size(); ++j) {
+      auto plus = ins, minus = ins;
+      plus[i][j] += eps;
+      minus[i][j] -= eps;
+      double num = (weightedLoss(runForward(c, plus, Type::float64), w) -
+                    weightedLoss(runForward(c, minus, Type::float64), w)) / (2 * eps);
+      ASSERT_NEAR(analytic[j], num, c.gradTol + 1e-4 * std::fabs(num))
+          << c.op << "/" << c.name << ": d loss / d input" << i << "[" << j << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0) << c.op << "/" << c.name << ": gradient check covered no input";
+}
+
+std::string caseName(const ::testing::TestParamInfo<size_t>& info) {
+  const OpCase& c = cases()[info.param];
+  std::string s = c.op + "_" + c.name;
+  for(auto& ch : s)
+    if(!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s + "_" + std::to_string(info.param);
+}
+
+std::vector<size_t> allCaseIndices() {
+  std::vector<size_t> v(cases().size());
+  for(size_t i = 0; i < v.size(); ++i) v[i] = i;
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, OpHarness, ::testing::ValuesIn(allCaseIndices()), caseName);
+
+// Every op in the registry is complete and has at least one case.
+TEST(OpRegistry, EveryOpIsComplete) {
+  std::set<std::string> covered;
+  for(auto& c : cases()) {
+    EXPECT_NE(Registry::instance().find(c.op), nullptr) << "case '" << c.name << "' names unknown op '" << c.op << "'";
+    covered.insert(c.op);
+  }
+  auto all = Registry::instance().all();
+  EXPECT_GT(all.size(), 10u);
+  for(const OpDef* op : all) {
+    SCOPED_TRACE(op->name);
+    EXPECT_FALSE(op->docString.empty()) << op->name << ": no doc (one-line math)";
+    EXPECT_TRUE(static_cast<bool>(op->inferFn)) << op->name << ": no shape/type inference";
+    EXPECT_TRUE(static_cast<bool>(op->kernels[0])) << op->name << ": no CPU kernel";
+    EXPECT_TRUE(op->differentiable() || !op->notDifferentiableWhy.empty())
+        << op->name << ": no backward and no notDifferentiable(reason)";
+    EXPECT_TRUE(!op->onnxMappings.empty() || !op->noOnnxWhy.empty())
+        << op->name << ": no ONNX mapping and no noOnnx(reason)";
+    EXPECT_TRUE(covered.count(op->name)) << op->name << ": no test case in tests/ops/cases_*.cpp";
+    for(char ch : op->name)
+      EXPECT_TRUE(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_')
+          << op->name << ": friendly names are lower_snake_case";
+  }
+}
+
+// A differentiable op with float inputs must have a gradient-checked case.
+TEST(OpRegistry, DifferentiableOpsAreGradientChecked) {
+  std::set<std::string> checked;
+  for(auto& c : cases())
+    if(c.gradcheck) checked.insert(c.op);
+  for(const OpDef* op : Registry::instance().all()) {
+    if(!op->differentiable()) continue;
+    EXPECT_TRUE(checked.count(op->name)) << op->name << ": differentiable but no case runs the gradient check";
+  }
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace onyx
