@@ -42,7 +42,7 @@ void Allocator::addChunk(size_t bytes) {
   chunks_.emplace_back(p, bytes);
   capacity_ += bytes;
   free_[reinterpret_cast<uintptr_t>(p)] = bytes;
-  log::memory(str("Reserving ", bytes, " B, device ", device_.toString()));
+  logging::memory(str("Reserving ", bytes, " B, device ", device_.toString()));
 }
 
 void Allocator::reserve(size_t bytes) {

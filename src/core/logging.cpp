@@ -21,11 +21,11 @@ void emit(const std::string& msg) {
 
 void createLoggers() { gEnabled = true; }
 
-namespace log {
+namespace logging {
 bool enabled() { return gEnabled; }
 void info(const std::string& msg) { if(gEnabled) emit(msg); }
 void warn(const std::string& msg) { emit("Warning: " + msg); }
 void memory(const std::string& msg) { if(gEnabled) emit("[memory] " + msg); }
-}  // namespace log
+}  // namespace logging
 
 }  // namespace onyx

@@ -8,11 +8,11 @@ namespace onyx {
 // Turns on logging to stderr. Safe to call more than once.
 void createLoggers();
 
-namespace log {
+namespace logging {
 bool enabled();
 void info(const std::string& msg);
 void warn(const std::string& msg);
 void memory(const std::string& msg);  // "[memory] ..." lines
-}  // namespace log
+}  // namespace logging
 
 }  // namespace onyx

@@ -384,6 +384,13 @@ void ExpressionGraph::ensureValue(Node* n) {
   // Freed by memory planning (checkpointing): recompute from its inputs.
   n->recomputed_ = true;
   computeNode(n);
+  // Inputs recomputed only for this node die now; those that backward nodes
+  // still read are counted in pending_ and die after their last reader.
+  for(Node* c : n->children_)
+    if(c->recomputed_ && c->pending_ <= 0) {
+      c->val_.reset();
+      c->recomputed_ = false;
+    }
 }
 
 void ExpressionGraph::releaseValue(Node* n) {
@@ -494,13 +501,12 @@ void ExpressionGraph::backward(Expr rootExpr) {
     if(kv.second->adj_) keep.push_back(kv.second.get());
   for(Node* n : order)
     if(n->adj_ && (n->retainGrad_ || n->kind_ == NodeKind::Param)) keep.push_back(n);
+  for(Node* n : order) n->pending_ = 0;
   for(Node* k : keep) ++k->adj_->pending_;
   for(size_t i = forwardCount; i < count_; ++i) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
     for(Node* c : n->children_) ++c->pending_;
   }
-  for(Node* n : order)  // recomputed forward values die after their last backward use
-    if(n->kind_ == NodeKind::Op && !n->val_) n->recomputed_ = false;
   for(size_t i = forwardCount; i < count_; ++i) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
     if(n->kind_ == NodeKind::Op) computeNode(n);
@@ -541,12 +547,12 @@ void ExpressionGraph::printDebug(Node* n, bool grad) const {
   std::ostringstream os;
   os << (grad ? "Debug Grad: " : "Debug: ") << n->debugMsg_ << " op=" << n->type() << "\n" << t->debug();
   std::string s = os.str();
-  if(log::enabled()) {
+  if(logging::enabled()) {
     // First line through the logger (timestamped), the values as they are.
     auto nl = s.find('\n');
-    log::info(s.substr(0, nl));
+    logging::info(s.substr(0, nl));
     auto nl2 = s.find('\n', nl + 1);
-    log::info(s.substr(nl + 1, nl2 - nl - 1));
+    logging::info(s.substr(nl + 1, nl2 - nl - 1));
     std::cerr << s.substr(nl2 + 1);
   } else {
     std::cerr << s;

@@ -3,12 +3,62 @@
 // builds it sits right below the entry.
 #include <onyx/ops/elementwise.h>
 
+#include <limits>
+#include <string>
+#include <type_traits>
+
 #include <onyx/ops/kernel_helpers.h>
 
 namespace onyx {
 
 using namespace functional;
 using ops::scalarLike;
+
+namespace {
+
+constexpr double kSqrtHalf = 0.70710678118654752440;     // 1/sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2 pi)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kGeluCubic = 0.044715;
+
+// y = f(x) on float types, for functors that capture attribute values (so
+// they are built per call, not once per op like ops::unaryFloat).
+template <class F>
+void runUnaryFloat(KernelCtx& c, F f) {
+  dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    host::elementwise<T, T>(f, c.out, *c.in[0]);
+  });
+}
+
+// Numeric (not bool) input, output like it.
+void inferNumericUnary(InferCtx& c) {
+  c.check(c.typeOf(0) != Type::boolean, "input is bool but this op needs a number; cast it with cast(x, Type::float32)");
+  infer::sameAsInput0(c);
+}
+
+void inferNumericBroadcast(InferCtx& c) {
+  infer::broadcast(c);
+  c.check(c.type != Type::boolean, "inputs are bool but this op needs numbers; cast them with cast(x, Type::float32)");
+}
+
+// Every input bool; the output is their broadcast, bool.
+void inferLogic(InferCtx& c) {
+  for(size_t i = 0; i < c.n(); ++i)
+    c.check(c.typeOf(i) == Type::boolean, "input ", i, " has element type ", c.typeOf(i),
+            " but logical ops need bool; compare first (e.g. ne(x, 0.0)) or cast(x, Type::boolean)");
+  infer::broadcastToBool(c);
+}
+
+// dy where `mask` holds and 0 elsewhere (or the other way round); the result
+// has the broadcast shape of mask and dy, which GradCtx::add sums down.
+Expr maskGrad(Expr mask, Expr dy, bool whereTrue) {
+  Expr zero = scalarLike(dy, 0.0);
+  return whereTrue ? where(mask, dy, zero) : where(mask, zero, dy);
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------- arithmetic
 
@@ -88,6 +138,56 @@ Expr operator*(double a, Expr b) { return mul(scalarLike(b, a), b); }
 Expr operator/(Expr a, double b) { return div(a, scalarLike(a, b)); }
 Expr operator/(double a, Expr b) { return div(scalarLike(b, a), b); }
 
+// y = a^b
+ONYX_OP(kPow, "pow")
+    .doc("y = a^b (broadcasting)")
+    .inputs(2)
+    .infer(inferNumericBroadcast)
+    .cpu(ops::binaryNumeric(pow(_2, _3)))
+    .backward([](GradCtx& g) {
+      Expr a = g.x(0), b = g.x(1);
+      if(g.needs(0)) g.add(0, g.dy * b * pow(a, b - 1.0));
+      // d a^b / db = a^b log(a): defined for a > 0 only.
+      if(g.needs(1)) g.add(1, g.dy * g.y() * log(a));
+    })
+    .onnx("Pow", 7);
+
+// y = min(a, b)
+ONYX_OP(kMinimum, "minimum")
+    .doc("y = min(a, b) (broadcasting; at ties the gradient goes to a)")
+    .inputs(2)
+    .infer(inferNumericBroadcast)
+    .cpu(ops::binaryNumeric(minimum(_2, _3)))
+    .backward([](GradCtx& g) {
+      Expr first = le(g.x(0), g.x(1));
+      if(g.needs(0)) g.add(0, maskGrad(first, g.dy, true));
+      if(g.needs(1)) g.add(1, maskGrad(first, g.dy, false));
+    })
+    .onnx("Min", 8);
+
+// y = max(a, b)
+ONYX_OP(kMaximum, "maximum")
+    .doc("y = max(a, b) (broadcasting; at ties the gradient goes to a)")
+    .inputs(2)
+    .infer(inferNumericBroadcast)
+    .cpu(ops::binaryNumeric(maximum(_2, _3)))
+    .backward([](GradCtx& g) {
+      Expr first = ge(g.x(0), g.x(1));
+      if(g.needs(0)) g.add(0, maskGrad(first, g.dy, true));
+      if(g.needs(1)) g.add(1, maskGrad(first, g.dy, false));
+    })
+    .onnx("Max", 8);
+
+Expr pow(Expr x, Expr y) { return x->graph()->make(kPow, {x, y}); }
+Expr pow(Expr x, double y) { return pow(x, scalarLike(x, y)); }
+Expr pow(double x, Expr y) { return pow(scalarLike(y, x), y); }
+Expr minimum(Expr a, Expr b) { return a->graph()->make(kMinimum, {a, b}); }
+Expr minimum(Expr a, double b) { return minimum(a, scalarLike(a, b)); }
+Expr minimum(double a, Expr b) { return minimum(scalarLike(b, a), b); }
+Expr maximum(Expr a, Expr b) { return a->graph()->make(kMaximum, {a, b}); }
+Expr maximum(Expr a, double b) { return maximum(a, scalarLike(a, b)); }
+Expr maximum(double a, Expr b) { return maximum(scalarLike(b, a), b); }
+
 // ------------------------------------------------------------ math functions
 
 // y = |x|
@@ -130,6 +230,394 @@ Expr abs(Expr x) { return x->graph()->make(kAbs, {x}); }
 Expr sign(Expr x) { return x->graph()->make(kSign, {x}); }
 Expr sin(Expr x) { return x->graph()->make(kSin, {x}); }
 Expr cos(Expr x) { return x->graph()->make(kCos, {x}); }
+
+// y = tan(x)
+ONYX_OP(kTan, "tan")
+    .doc("y = tan(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(tan(_2)))
+    .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 + g.y() * g.y())); })
+    .onnx("Tan", 7);
+
+// y = e^x
+ONYX_OP(kExp, "exp")
+    .doc("y = e^x")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(exp(_2)))
+    .backward([](GradCtx& g) { g.add(0, g.dy * g.y()); })
+    .onnx("Exp", 6);
+
+// y = ln(x)
+ONYX_OP(kLog, "log")
+    .doc("y = ln(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(log(_2)))
+    .backward([](GradCtx& g) { g.add(0, g.dy / g.x(0)); })
+    .onnx("Log", 6);
+
+// y = sqrt(x)
+ONYX_OP(kSqrt, "sqrt")
+    .doc("y = sqrt(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(sqrt(_2)))
+    .backward([](GradCtx& g) { g.add(0, (g.dy * 0.5) / g.y()); })
+    .onnx("Sqrt", 6);
+
+// y = 1 / x
+ONYX_OP(kReciprocal, "reciprocal")
+    .doc("y = 1 / x")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(reciprocal(_2)))
+    .backward([](GradCtx& g) { g.add(0, -(g.dy * g.y() * g.y())); })
+    .onnx("Reciprocal", 6);
+
+// y = erf(x) = 2/sqrt(pi) * integral_0^x e^(-t^2) dt
+ONYX_OP(kErf, "erf")
+    .doc("y = erf(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(erf(_2)))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, g.dy * (exp(-(x * x)) * kTwoOverSqrtPi));
+    })
+    .onnx("Erf", 9);
+
+Expr tan(Expr x) { return x->graph()->make(kTan, {x}); }
+Expr exp(Expr x) { return x->graph()->make(kExp, {x}); }
+Expr log(Expr x) { return x->graph()->make(kLog, {x}); }
+Expr sqrt(Expr x) { return x->graph()->make(kSqrt, {x}); }
+Expr reciprocal(Expr x) { return x->graph()->make(kReciprocal, {x}); }
+Expr erf(Expr x) { return x->graph()->make(kErf, {x}); }
+
+// --------------------------------------------------------------- activations
+
+// y = tanh(x)
+ONYX_OP(kTanh, "tanh")
+    .doc("y = tanh(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(tanh(_2)))
+    .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 - g.y() * g.y())); })
+    .onnx("Tanh", 6);
+
+// y = 1 / (1 + e^-x)
+ONYX_OP(kSigmoid, "sigmoid")
+    .doc("y = 1 / (1 + e^-x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(sigmoid(_2)))
+    .backward([](GradCtx& g) { g.add(0, g.dy * g.y() * (1.0 - g.y())); })
+    .onnx("Sigmoid", 6);
+
+// y = max(x, 0)
+ONYX_OP(kRelu, "relu")
+    .doc("y = max(x, 0)")
+    .inputs(1)
+    .infer(inferNumericUnary)
+    .cpu(ops::unaryNumeric(relu(_2)))
+    .backward([](GradCtx& g) { g.add(0, maskGrad(gt(g.x(0), 0.0), g.dy, true)); })
+    .onnx("Relu", 6);
+
+// y = x if x > 0 else alpha * x
+ONYX_OP(kLeakyRelu, "leaky_relu")
+    .doc("y = x if x > 0 else alpha * x")
+    .inputs(1)
+    .attr("alpha", 0.01)
+    .infer(ops::inferFloatUnary)
+    .cpu([](KernelCtx& c) {
+      double alpha = c.attrs.f("alpha");
+      runUnaryFloat(c, if_then_else(gt(_2, 0.0), _2, _2 * alpha));
+    })
+    .backward([](GradCtx& g) {
+      g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * g.attrs.f("alpha")));
+    })
+    .onnx("LeakyRelu", 6);
+
+// y = x if x > 0 else alpha * (e^x - 1)
+ONYX_OP(kElu, "elu")
+    .doc("y = x if x > 0 else alpha * (e^x - 1)")
+    .inputs(1)
+    .attr("alpha", 1.0)
+    .infer(ops::inferFloatUnary)
+    .cpu([](KernelCtx& c) {
+      double alpha = c.attrs.f("alpha");
+      runUnaryFloat(c, if_then_else(gt(_2, 0.0), _2, alpha * expm1(_2)));
+    })
+    .backward([](GradCtx& g) {
+      // For x <= 0, dy/dx = alpha e^x = y + alpha.
+      g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * (g.y() + g.attrs.f("alpha"))));
+    })
+    .onnx("Elu", 6);
+
+// y = gamma * (x if x > 0 else alpha * (e^x - 1))
+ONYX_OP(kSelu, "selu")
+    .doc("y = gamma * (x if x > 0 else alpha * (e^x - 1)), ONNX's alpha and gamma by default")
+    .inputs(1)
+    .attr("alpha", 1.67326319217681884765625)
+    .attr("gamma", 1.05070102214813232421875)
+    .infer(ops::inferFloatUnary)
+    .cpu([](KernelCtx& c) {
+      double alpha = c.attrs.f("alpha"), gamma = c.attrs.f("gamma");
+      runUnaryFloat(c, gamma * if_then_else(gt(_2, 0.0), _2, alpha * expm1(_2)));
+    })
+    .backward([](GradCtx& g) {
+      double alpha = g.attrs.f("alpha"), gamma = g.attrs.f("gamma");
+      // For x <= 0, dy/dx = gamma alpha e^x = y + gamma alpha.
+      g.add(0, where(gt(g.x(0), 0.0), g.dy * gamma, g.dy * (g.y() + gamma * alpha)));
+    })
+    .onnx("Selu", 6);
+
+// y = x * Phi(x) = x/2 (1 + erf(x / sqrt 2)), or with approximate = "tanh"
+// y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ONYX_OP(kGelu, "gelu")
+    .doc("y = x/2 (1 + erf(x/sqrt(2))); approximate=\"tanh\": x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))")
+    .inputs(1)
+    .attr("approximate", std::string("none"))
+    .infer([](InferCtx& c) {
+      const std::string& a = c.attrs.s("approximate");
+      c.check(a == "none" || a == "tanh", "approximate is '", a, "' but must be \"none\" or \"tanh\"");
+      ops::inferFloatUnary(c);
+    })
+    .cpu([](KernelCtx& c) {
+      if(c.attrs.s("approximate") == "tanh")
+        runUnaryFloat(c, 0.5 * _2 * (1.0 + tanh(kSqrt2OverPi * (_2 + kGeluCubic * _2 * _2 * _2))));
+      else
+        runUnaryFloat(c, 0.5 * _2 * (1.0 + erf(_2 * kSqrtHalf)));
+    })
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      if(g.attrs.s("approximate") == "tanh") {
+        Expr t = tanh((x + x * x * x * kGeluCubic) * kSqrt2OverPi);
+        Expr du = (1.0 + x * x * (3 * kGeluCubic)) * kSqrt2OverPi;
+        g.add(0, g.dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du));
+      } else {
+        Expr cdf = 0.5 * (1.0 + erf(x * kSqrtHalf));
+        Expr pdf = exp(x * x * -0.5) * kInvSqrt2Pi;
+        g.add(0, g.dy * (cdf + x * pdf));
+      }
+    })
+    .onnx("Gelu", 20);
+
+// y = x * sigmoid(x)
+ONYX_OP(kSwish, "swish")
+    .doc("y = x * sigmoid(x) (SiLU)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(_2 * sigmoid(_2)))
+    .backward([](GradCtx& g) {
+      // dy/dx = s + x s (1 - s) = s + y (1 - s), s = sigmoid(x).
+      Expr s = sigmoid(g.x(0));
+      g.add(0, g.dy * (s + g.y() * (1.0 - s)));
+    })
+    .noOnnx("composite: Mul(x, Sigmoid(x))");
+
+// y = ln(1 + e^x)
+ONYX_OP(kSoftplus, "softplus")
+    .doc("y = ln(1 + e^x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(softplus(_2)))
+    .backward([](GradCtx& g) { g.add(0, g.dy * sigmoid(g.x(0))); })
+    .onnx("Softplus", 1);
+
+// y = min(max(x, min), max)
+ONYX_OP(kClip, "clip")
+    .doc("y = min(max(x, min), max); min > max gives max everywhere, as in ONNX")
+    .inputs(1)
+    .attr("min", -std::numeric_limits<double>::infinity())
+    .attr("max", std::numeric_limits<double>::infinity())
+    .infer(inferNumericUnary)
+    .cpu([](KernelCtx& c) {
+      double lo = c.attrs.f("min"), hi = c.attrs.f("max");
+      dispatchNumeric(c.out.type(), "clip", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = typename ComputeOf<T>::type;
+        // Integer bounds saturate (an infinite bound means no bound).
+        C l, h;
+        if constexpr(std::is_integral<T>::value) {
+          l = castFromDouble<T>(lo);
+          h = castFromDouble<T>(hi);
+        } else {
+          l = static_cast<C>(lo);
+          h = static_cast<C>(hi);
+        }
+        host::elementwise<T, T>(minimum(maximum(_2, l), h), c.out, *c.in[0]);
+      });
+    })
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, maskGrad(logical_and(gt(x, g.attrs.f("min")), lt(x, g.attrs.f("max"))), g.dy, true));
+    })
+    // Opset 11 moved min and max from attributes to optional inputs.
+    .onnx("Clip", 6, 10)
+    .onnx("Clip", 11);
+
+Expr tanh(Expr x) { return x->graph()->make(kTanh, {x}); }
+Expr sigmoid(Expr x) { return x->graph()->make(kSigmoid, {x}); }
+Expr relu(Expr x) { return x->graph()->make(kRelu, {x}); }
+Expr leaky_relu(Expr x, float alpha) { return x->graph()->make(kLeakyRelu, {x}, {{"alpha", attr(alpha)}}); }
+Expr elu(Expr x, float alpha) { return x->graph()->make(kElu, {x}, {{"alpha", attr(alpha)}}); }
+Expr selu(Expr x) { return x->graph()->make(kSelu, {x}); }
+Expr gelu(Expr x, bool tanhApprox) {
+  return x->graph()->make(kGelu, {x}, {{"approximate", attr(tanhApprox ? "tanh" : "none")}});
+}
+Expr swish(Expr x) { return x->graph()->make(kSwish, {x}); }
+Expr softplus(Expr x) { return x->graph()->make(kSoftplus, {x}); }
+Expr clip(Expr x, double lo, double hi) { return x->graph()->make(kClip, {x}, {{"min", lo}, {"max", hi}}); }
+
+// --------------------------------------------------------------- comparisons
+
+// y = a < b
+ONYX_OP(kLt, "lt")
+    .doc("y = a < b (broadcasting, bool)")
+    .inputs(2)
+    .infer(infer::broadcastToBool)
+    .cpu(ops::compare(lt(_2, _3)))
+    .notDifferentiable("boolean output")
+    .onnx("Less", 9);
+
+// y = a <= b
+ONYX_OP(kLe, "le")
+    .doc("y = a <= b (broadcasting, bool)")
+    .inputs(2)
+    .infer(infer::broadcastToBool)
+    .cpu(ops::compare(le(_2, _3)))
+    .notDifferentiable("boolean output")
+    .onnx("LessOrEqual", 12);
+
+// y = a > b
+ONYX_OP(kGt, "gt")
+    .doc("y = a > b (broadcasting, bool)")
+    .inputs(2)
+    .infer(infer::broadcastToBool)
+    .cpu(ops::compare(gt(_2, _3)))
+    .notDifferentiable("boolean output")
+    .onnx("Greater", 9);
+
+// y = a >= b
+ONYX_OP(kGe, "ge")
+    .doc("y = a >= b (broadcasting, bool)")
+    .inputs(2)
+    .infer(infer::broadcastToBool)
+    .cpu(ops::compare(ge(_2, _3)))
+    .notDifferentiable("boolean output")
+    .onnx("GreaterOrEqual", 12);
+
+// y = a == b
+ONYX_OP(kEq, "eq")
+    .doc("y = a == b (broadcasting, bool)")
+    .inputs(2)
+    .infer(infer::broadcastToBool)
+    .cpu(ops::compare(eq(_2, _3)))
+    .notDifferentiable("boolean output")
+    // Equal takes float inputs from opset 11.
+    .onnx("Equal", 11);
+
+// y = a != b
+ONYX_OP(kNe, "ne")
+    .doc("y = a != b (broadcasting, bool)")
+    .inputs(2)
+    .infer(infer::broadcastToBool)
+    .cpu(ops::compare(ne(_2, _3)))
+    .notDifferentiable("boolean output")
+    .noOnnx("composite: Not(Equal(a, b))");
+
+Expr lt(Expr a, Expr b) { return a->graph()->make(kLt, {a, b}); }
+Expr le(Expr a, Expr b) { return a->graph()->make(kLe, {a, b}); }
+Expr gt(Expr a, Expr b) { return a->graph()->make(kGt, {a, b}); }
+Expr ge(Expr a, Expr b) { return a->graph()->make(kGe, {a, b}); }
+Expr eq(Expr a, Expr b) { return a->graph()->make(kEq, {a, b}); }
+Expr ne(Expr a, Expr b) { return a->graph()->make(kNe, {a, b}); }
+Expr lt(Expr a, double b) { return lt(a, scalarLike(a, b)); }
+Expr le(Expr a, double b) { return le(a, scalarLike(a, b)); }
+Expr gt(Expr a, double b) { return gt(a, scalarLike(a, b)); }
+Expr ge(Expr a, double b) { return ge(a, scalarLike(a, b)); }
+Expr eq(Expr a, double b) { return eq(a, scalarLike(a, b)); }
+Expr ne(Expr a, double b) { return ne(a, scalarLike(a, b)); }
+
+// --------------------------------------------------------------------- logic
+
+// y = a and b
+ONYX_OP(kLogicalAnd, "logical_and")
+    .doc("y = a and b (bool, broadcasting)")
+    .inputs(2)
+    .infer(inferLogic)
+    .cpu([](KernelCtx& c) { host::elementwise<bool, bool, bool>(logicalAnd(_2, _3), c.out, *c.in[0], *c.in[1]); })
+    .notDifferentiable("boolean inputs and output")
+    .onnx("And", 7);
+
+// y = a or b
+ONYX_OP(kLogicalOr, "logical_or")
+    .doc("y = a or b (bool, broadcasting)")
+    .inputs(2)
+    .infer(inferLogic)
+    .cpu([](KernelCtx& c) { host::elementwise<bool, bool, bool>(logicalOr(_2, _3), c.out, *c.in[0], *c.in[1]); })
+    .notDifferentiable("boolean inputs and output")
+    .onnx("Or", 7);
+
+// y = a xor b
+ONYX_OP(kLogicalXor, "logical_xor")
+    .doc("y = a xor b (bool, broadcasting)")
+    .inputs(2)
+    .infer(inferLogic)
+    .cpu([](KernelCtx& c) { host::elementwise<bool, bool, bool>(logicalXor(_2, _3), c.out, *c.in[0], *c.in[1]); })
+    .notDifferentiable("boolean inputs and output")
+    .onnx("Xor", 7);
+
+// y = not x
+ONYX_OP(kLogicalNot, "logical_not")
+    .doc("y = not x (bool)")
+    .inputs(1)
+    .infer(inferLogic)
+    .cpu([](KernelCtx& c) { host::elementwise<bool, bool>(logicalNot(_2), c.out, *c.in[0]); })
+    .notDifferentiable("boolean input and output")
+    .onnx("Not", 1);
+
+Expr logical_and(Expr a, Expr b) { return a->graph()->make(kLogicalAnd, {a, b}); }
+Expr logical_or(Expr a, Expr b) { return a->graph()->make(kLogicalOr, {a, b}); }
+Expr logical_xor(Expr a, Expr b) { return a->graph()->make(kLogicalXor, {a, b}); }
+Expr logical_not(Expr a) { return a->graph()->make(kLogicalNot, {a}); }
+
+// ------------------------------------------------------------------- select
+
+// y = cond ? a : b
+ONYX_OP(kWhere, "where")
+    .doc("y = cond ? a : b (cond bool; all three broadcast)")
+    .inputs(3)
+    .infer([](InferCtx& c) {
+      c.check(c.typeOf(0) == Type::boolean, "cond (input 0) has element type ", c.typeOf(0),
+              " but must be bool; build it with a comparison such as gt(x, 0.0)");
+      c.check(c.typeOf(1) == c.typeOf(2), "a and b have different element types ", c.typeOf(1), " and ",
+              c.typeOf(2), "; cast one of them with cast()");
+      Shape shapes[3] = {c.shapeOf(0), c.shapeOf(1), c.shapeOf(2)};
+      try {
+        c.shape = Shape::broadcast(shapes, 3);
+      } catch(const Error& e) {
+        c.fail(e.what());
+      }
+      c.type = c.typeOf(1);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchAll(c.out.type(), "where", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        host::elementwise<T, bool, T, T>(if_then_else(_2, _3, _4), c.out, *c.in[0], *c.in[1], *c.in[2]);
+      });
+    })
+    .backward([](GradCtx& g) {
+      if(g.needs(1)) g.add(1, maskGrad(g.x(0), g.dy, true));
+      if(g.needs(2)) g.add(2, maskGrad(g.x(0), g.dy, false));
+    })
+    .onnx("Where", 9);
+
+Expr where(Expr cond, Expr a, Expr b) { return cond->graph()->make(kWhere, {cond, a, b}); }
+Expr where(Expr cond, Expr a, double b) { return where(cond, a, scalarLike(a, b)); }
+Expr where(Expr cond, double a, Expr b) { return where(cond, scalarLike(b, a), b); }
 
 // ---------------------------------------------------------------------- cast
 

@@ -1,9 +1,40 @@
-// Expression operators of src/ops/nn.cpp.
+// Expression operators of src/ops/nn.cpp: softmax family, layer norm,
+// cross-entropy and dropout. Negative axes count from the end.
 #pragma once
 #include <vector>
 
+#include <onyx/core/shape.h>
 #include <onyx/graph/node.h>
 
 namespace onyx {
+
+class ExpressionGraph;
+
+// exp(x) / sum(exp(x)) along one axis (ONNX Softmax since opset 13). Float types.
+Expr softmax(Expr x, int axis = -1);
+// x - log(sum(exp(x))) along one axis, stable for large |x|.
+Expr log_softmax(Expr x, int axis = -1);
+
+// (x - mean) / sqrt(var + eps) * gamma + beta, with mean and var over the
+// dims from `axis` to the end; gamma and beta broadcast to those dims.
+Expr layer_norm(Expr x, Expr gamma, Expr beta, int axis = -1, double eps = 1e-5);
+// Without affine parameters (gamma = 1, beta = 0 as constants).
+Expr layer_norm(Expr x, int axis = -1, double eps = 1e-5);
+
+// Per-example loss -sum(q * log_softmax(logits)) over the last axis, with
+// q = (1 - labelSmoothing) * onehot(labels) + labelSmoothing / classes.
+// labels: int32 or int64, shape = logits' shape without its last dim; the
+// result has the labels' shape (reduce it with sum or mean). A label outside
+// [0, classes) is an onyx::Error at run time.
+Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing = 0.f);
+
+// Inverted dropout: x * mask with mask = bernoulli(1 - p) / (1 - p), drawn
+// from the graph's random generator (setSeed). Returns x itself when
+// !training, p == 0, or the graph is in inference mode.
+Expr dropout(Expr x, float p, bool training = true);
+// The mask alone: each element 1 / (1 - p) with probability 1 - p, else 0.
+// Never merged with another mask (a stochastic op) and kept through
+// checkpointing, so the backward pass sees the mask the forward pass used.
+Expr dropout_mask(ExpressionGraph* graph, const Shape& shape, float p, Type type);
 
 }  // namespace onyx

@@ -1,6 +1,10 @@
 // Reductions over any set of axes, with keepdims.
 #include <onyx/ops/reduce.h>
 
+#include <cmath>
+#include <limits>
+
+#include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/shape.h>
 
@@ -43,6 +47,13 @@ void inferReduce(InferCtx& c) {
     c.shape = Shape(d);
   }
   c.type = c.typeOf(0);
+  c.check(isComputeType(c.type) && c.type != Type::boolean, "element type ", c.type,
+          " is not numeric; cast x to a float or integer type");
+}
+
+void inferReduceFloat(InferCtx& c) {
+  c.requireFloat(0);
+  inferReduce(c);
 }
 
 // Tensor view of `out` with the input's rank (reduced axes as 1).
@@ -51,11 +62,80 @@ Tensor keptView(KernelCtx& c) {
   return c.out.reshaped(keptShape(c.in[0]->shape(), axes));
 }
 
-// The incoming gradient broadcast back to the input's shape.
-Expr expandGrad(GradCtx& g) {
+// Reduces x into `out` viewed at x's rank: acc = combine(acc, element) from
+// `init`, stored as finish(acc, count).
+template <class T, class Acc, class Combine, class Finish>
+void reduceKept(KernelCtx& c, Acc init, Combine combine, Finish finish) {
+  Tensor out = keptView(c);
+  host::reduceInto<T, Acc>(*c.in[0], *out, init, combine, finish);
+}
+
+// Reduced axes of the node (normalised), for backward rules.
+std::vector<int> gradAxes(GradCtx& g) { return reduceAxes(g.x(0)->shape(), g.attrs.ints("axes")); }
+
+// An output-shaped expression (dy, y) reshaped to x's rank with 1s on the
+// reduced axes, so that it broadcasts against x.
+Expr kept(GradCtx& g, Expr e) {
   auto axes = reduceAxes(g.x(0)->shape(), g.attrs.ints("axes"));
-  Expr d = reshape(g.dy, keptShape(g.x(0)->shape(), axes));
-  return expand(d, g.x(0)->shape());
+  return reshape(e, keptShape(g.x(0)->shape(), axes));
+}
+
+// The incoming gradient broadcast back to the input's shape.
+Expr expandGrad(GradCtx& g) { return expand(kept(g, g.dy), g.x(0)->shape()); }
+
+Expr makeReduce(const OpDef& op, Expr x, const std::vector<int>& axes, bool keepdims) {
+  return x->graph()->make(op, {x}, {{"axes", attr(axes)}, {"keepdims", attr(keepdims)}});
+}
+
+template <class A>
+bool isNan(A v) {
+  if constexpr(std::is_floating_point<A>::value) return std::isnan(v);
+  else return false;
+}
+
+// Identity of max: -inf for floats (so an empty reduction gives -inf), the
+// lowest value for integers; and of min the other way round.
+template <class A>
+A lowestOf() {
+  if constexpr(std::is_floating_point<A>::value) return -std::numeric_limits<A>::infinity();
+  else return std::numeric_limits<A>::lowest();
+}
+template <class A>
+A highestOf() {
+  if constexpr(std::is_floating_point<A>::value) return std::numeric_limits<A>::infinity();
+  else return std::numeric_limits<A>::max();
+}
+
+// Gradient of max/min: dy goes to the positions equal to the result; tied
+// positions share it equally (which is also what central differences see).
+void extremumGrad(GradCtx& g) {
+  Expr x = g.x(0);
+  Expr mask = cast(eq(x, kept(g, g.y())), x->value_type());
+  g.add(0, kept(g, g.dy) * (mask / sum(mask, gradAxes(g), true)));
+}
+
+// Running (max, scaled sum) state of a stable log-sum-exp: the value is
+// m + log(s) with s = sum exp(x - m), and only one exp per element.
+struct LogSumExpAcc {
+  double m = -std::numeric_limits<double>::infinity();
+  double s = 0;
+  LogSumExpAcc() = default;
+  explicit LogSumExpAcc(double v) : m(v), s(1) {}
+};
+
+LogSumExpAcc combineLse(LogSumExpAcc a, LogSumExpAcc b) {
+  if(a.s == 0) return b;
+  // Equal maxima (including two infinities) add without exp(inf - inf).
+  if(b.m == a.m) { a.s += b.s; return a; }
+  if(b.m < a.m) { a.s += b.s * std::exp(b.m - a.m); return a; }
+  // b.m larger, or NaN, which then propagates through m and s.
+  b.s += a.s * std::exp(a.m - b.m);
+  return b;
+}
+
+double finishLse(LogSumExpAcc a, int64_t) {
+  if(a.s == 0 || std::isinf(a.m)) return a.m;
+  return a.m + std::log(a.s);
 }
 
 }  // namespace
@@ -68,20 +148,172 @@ ONYX_OP(kSum, "sum")
     .attr("keepdims", int64_t(1))
     .infer(inferReduce)
     .cpu([](KernelCtx& c) {
-      Tensor out = keptView(c);
       dispatchNumeric(c.out.type(), "sum", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = host::AccOf<T>;
-        host::reduceInto<T, A>(*c.in[0], *out, A(0), [](A a, A b) { return a + b; }, [](A a, int64_t) { return a; });
+        reduceKept<T, A>(c, A(0), [](A a, A b) { return a + b; }, [](A a, int64_t) { return a; });
       });
     })
     .backward([](GradCtx& g) { g.add(0, expandGrad(g)); })
+    // From opset 13 ReduceSum takes axes as an input instead of an attribute.
     .onnx("ReduceSum", 1);
 
-Expr sum(Expr x, const std::vector<int>& axes, bool keepdims) {
-  return x->graph()->make(kSum, {x}, {{"axes", attr(axes)}, {"keepdims", attr(keepdims)}});
-}
+Expr sum(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kSum, x, axes, keepdims); }
 Expr sum(Expr x, int axis) { return sum(x, std::vector<int>{axis}, true); }
 Expr sum(Expr x) { return sum(x, std::vector<int>{}, false); }
+
+// y = sum of x over `axes` / number of elements reduced
+ONYX_OP(kMean, "mean")
+    .doc("y = mean of x over axes (all if empty)")
+    .inputs(1)
+    .attr("axes", IntList{})
+    .attr("keepdims", int64_t(1))
+    .infer(inferReduceFloat)
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "mean", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        reduceKept<T, double>(c, 0.0, [](double a, double b) { return a + b; },
+                              [](double a, int64_t n) { return a / static_cast<double>(n); });
+      });
+    })
+    .backward([](GradCtx& g) {
+      double n = static_cast<double>(g.x(0)->shape().elements()) / static_cast<double>(g.y()->shape().elements());
+      g.add(0, expandGrad(g) * (1.0 / n));
+    })
+    // From opset 18 the Reduce* ops take axes as an input instead of an attribute.
+    .onnx("ReduceMean", 1);
+
+Expr mean(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMean, x, axes, keepdims); }
+Expr mean(Expr x, int axis) { return mean(x, std::vector<int>{axis}, true); }
+Expr mean(Expr x) { return mean(x, std::vector<int>{}, false); }
+
+// y = max of x over `axes`
+ONYX_OP(kMax, "max")
+    .doc("y = max of x over axes (all if empty); NaN propagates")
+    .inputs(1)
+    .attr("axes", IntList{})
+    .attr("keepdims", int64_t(1))
+    .infer(inferReduce)
+    .cpu([](KernelCtx& c) {
+      dispatchNumeric(c.out.type(), "max", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = host::AccOf<T>;
+        reduceKept<T, A>(c, lowestOf<A>(), [](A a, A b) { return (b > a || isNan(b)) && !isNan(a) ? b : a; },
+                         [](A a, int64_t) { return a; });
+      });
+    })
+    .backward(extremumGrad)
+    .onnx("ReduceMax", 1);
+
+Expr max(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMax, x, axes, keepdims); }
+Expr max(Expr x, int axis) { return max(x, std::vector<int>{axis}, true); }
+Expr max(Expr x) { return max(x, std::vector<int>{}, false); }
+
+// y = min of x over `axes`
+ONYX_OP(kMin, "min")
+    .doc("y = min of x over axes (all if empty); NaN propagates")
+    .inputs(1)
+    .attr("axes", IntList{})
+    .attr("keepdims", int64_t(1))
+    .infer(inferReduce)
+    .cpu([](KernelCtx& c) {
+      dispatchNumeric(c.out.type(), "min", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = host::AccOf<T>;
+        reduceKept<T, A>(c, highestOf<A>(), [](A a, A b) { return (b < a || isNan(b)) && !isNan(a) ? b : a; },
+                         [](A a, int64_t) { return a; });
+      });
+    })
+    .backward(extremumGrad)
+    .onnx("ReduceMin", 1);
+
+Expr min(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMin, x, axes, keepdims); }
+Expr min(Expr x, int axis) { return min(x, std::vector<int>{axis}, true); }
+Expr min(Expr x) { return min(x, std::vector<int>{}, false); }
+
+// y = product of x over `axes`
+ONYX_OP(kProd, "prod")
+    .doc("y = product of x over axes (all if empty)")
+    .inputs(1)
+    .attr("axes", IntList{})
+    .attr("keepdims", int64_t(1))
+    .infer(inferReduce)
+    .cpu([](KernelCtx& c) {
+      dispatchNumeric(c.out.type(), "prod", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = host::AccOf<T>;
+        reduceKept<T, A>(c, A(1), [](A a, A b) { return a * b; }, [](A a, int64_t) { return a; });
+      });
+    })
+    .backward([](GradCtx& g) {
+      // dy/dx_i is the product of the other elements. y / x_i fails at zeros,
+      // so: p = product of the nonzero elements (zeros replaced by 1), and
+      // the product of the others is p / x_i when x_i != 0, else p, times
+      // [no zero among the others].
+      Expr x = g.x(0);
+      Type t = x->value_type();
+      std::vector<int> axes = gradAxes(g);
+      Expr zero = cast(eq(x, 0.0), t);
+      Expr nonzero = x + zero;
+      Expr p = prod(nonzero, axes, true);
+      Expr zerosElsewhere = sum(zero, axes, true) - zero;
+      Expr others = (p / nonzero) * cast(eq(zerosElsewhere, 0.0), t);
+      g.add(0, kept(g, g.dy) * others);
+    })
+    .onnx("ReduceProd", 1);
+
+Expr prod(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kProd, x, axes, keepdims); }
+Expr prod(Expr x, int axis) { return prod(x, std::vector<int>{axis}, true); }
+Expr prod(Expr x) { return prod(x, std::vector<int>{}, false); }
+
+// y = log(sum(exp(x))) over `axes`, computed as m + log(sum(exp(x - m))), m = max
+ONYX_OP(kLogSumExp, "logsumexp")
+    .doc("y = log(sum(exp(x))) over axes (all if empty), stable for large |x|")
+    .inputs(1)
+    .attr("axes", IntList{})
+    .attr("keepdims", int64_t(1))
+    .infer(inferReduceFloat)
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "logsumexp", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        reduceKept<T, LogSumExpAcc>(c, LogSumExpAcc(), combineLse, finishLse);
+      });
+    })
+    // dy/dx = exp(x - y), the softmax of x over the axes.
+    .backward([](GradCtx& g) { g.add(0, kept(g, g.dy) * exp(g.x(0) - kept(g, g.y()))); })
+    .onnx("ReduceLogSumExp", 1);
+
+Expr logsumexp(Expr x, const std::vector<int>& axes, bool keepdims) {
+  return makeReduce(kLogSumExp, x, axes, keepdims);
+}
+Expr logsumexp(Expr x, int axis) { return logsumexp(x, std::vector<int>{axis}, true); }
+Expr logsumexp(Expr x) { return logsumexp(x, std::vector<int>{}, false); }
+
+// y = sqrt(sum(x^2)) over `axes`
+ONYX_OP(kL2Norm, "l2_norm")
+    .doc("y = sqrt(sum(x^2)) over axes (all if empty)")
+    .inputs(1)
+    .attr("axes", IntList{})
+    .attr("keepdims", int64_t(1))
+    .infer(inferReduceFloat)
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "l2_norm", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        reduceKept<T, double>(c, 0.0, [](double a, double b) { return a + b * b; },
+                              [](double a, int64_t) { return std::sqrt(a); });
+      });
+    })
+    .backward([](GradCtx& g) {
+      // dy/dx = x / y. Where y = 0 every x is 0 and the subgradient 0 is
+      // taken: the denominator becomes 1 there instead of giving 0/0.
+      Expr y = kept(g, g.y());
+      Expr safe = y + cast(eq(y, 0.0), y->value_type());
+      g.add(0, kept(g, g.dy) * (g.x(0) / safe));
+    })
+    .onnx("ReduceL2", 1);
+
+Expr l2_norm(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kL2Norm, x, axes, keepdims); }
+Expr l2_norm(Expr x, int axis) { return l2_norm(x, std::vector<int>{axis}, true); }
+Expr l2_norm(Expr x) { return l2_norm(x, std::vector<int>{}, false); }
 
 }  // namespace onyx

@@ -1,5 +1,8 @@
 // Reductions (src/ops/reduce.cpp). `axes` empty means all axes; negative
-// axes count from the end.
+// axes count from the end. Each has three forms, as `sum`:
+//   sum(x, axes, keepdims)   any set of axes
+//   sum(x, axis)             seed form: one axis, kept as size 1
+//   sum(x)                   all elements, rank-0 result
 #pragma once
 #include <vector>
 
@@ -8,8 +11,36 @@
 namespace onyx {
 
 Expr sum(Expr x, const std::vector<int>& axes, bool keepdims = true);
-// Seed form: sum over one axis, keeping it as size 1.
 Expr sum(Expr x, int axis);
-Expr sum(Expr x);  // all elements, rank-0 result
+Expr sum(Expr x);
+
+// Float types only.
+Expr mean(Expr x, const std::vector<int>& axes, bool keepdims = true);
+Expr mean(Expr x, int axis);
+Expr mean(Expr x);
+
+// NaN propagates. The gradient goes to the positions equal to the result;
+// tied positions share it equally.
+Expr max(Expr x, const std::vector<int>& axes, bool keepdims = true);
+Expr max(Expr x, int axis);
+Expr max(Expr x);
+Expr min(Expr x, const std::vector<int>& axes, bool keepdims = true);
+Expr min(Expr x, int axis);
+Expr min(Expr x);
+
+// The gradient is exact where inputs are 0 (product of the other elements).
+Expr prod(Expr x, const std::vector<int>& axes, bool keepdims = true);
+Expr prod(Expr x, int axis);
+Expr prod(Expr x);
+
+// log(sum(exp(x))), stable for large |x|. Float types only.
+Expr logsumexp(Expr x, const std::vector<int>& axes, bool keepdims = true);
+Expr logsumexp(Expr x, int axis);
+Expr logsumexp(Expr x);
+
+// sqrt(sum(x^2)) (ONNX ReduceL2); gradient 0 where the norm is 0. Float types only.
+Expr l2_norm(Expr x, const std::vector<int>& axes, bool keepdims = true);
+Expr l2_norm(Expr x, int axis);
+Expr l2_norm(Expr x);
 
 }  // namespace onyx

@@ -1,7 +1,12 @@
-// Shape manipulation: reshape, expand, ...
+// Shape manipulation: reshape, expand, flatten, transpose, slice (and its
+// adjoint slice_scatter), concat, split, gather (and its adjoint scatter_add),
+// pad. Kernels that only move elements work on bytes, so one instantiation per
+// element size serves every type.
 #include <onyx/ops/shape.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <onyx/ops/kernel_helpers.h>
 
@@ -10,9 +15,250 @@ namespace onyx {
 using namespace functional;
 
 namespace {
+
 // Plain copy of all elements (any type).
-void copyKernel(KernelCtx& c) { std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes()); }
+void copyKernel(KernelCtx& c) {
+  if(c.out.bytes() > 0) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+}
+
+// Bytes per element for the byte-moving kernels (packed 4-bit types and
+// strings have no whole-byte element to move).
+size_t elementBytes(Type t, const char* op) {
+  int bits = typeBits(t);
+  ONYX_CHECK(bits > 0 && bits % 8 == 0, op, ": element type ", t,
+             " is not supported (this op needs a type with whole bytes per element)");
+  return static_cast<size_t>(bits / 8);
+}
+
+void zeroFill(TensorBase& t) {
+  if(t.bytes() > 0) std::memset(t.raw(), 0, t.bytes());  // all-zero bytes are 0 / 0.0 / false in every type
+}
+
+template <size_t E>
+void copyRunOf(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n) {
+  for(int64_t j = 0; j < n; ++j) std::memcpy(dst + j * ds * int64_t(E), src + j * ss * int64_t(E), E);
+}
+
+// n elements of `esize` bytes, dst and src strides in elements.
+void copyRun(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n, size_t esize) {
+  if(ds == 1 && ss == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * esize);
+    return;
+  }
+  switch(esize) {
+    case 1: copyRunOf<1>(dst, ds, src, ss, n); return;
+    case 2: copyRunOf<2>(dst, ds, src, ss, n); return;
+    case 4: copyRunOf<4>(dst, ds, src, ss, n); return;
+    case 8: copyRunOf<8>(dst, ds, src, ss, n); return;
+    default:
+      for(int64_t j = 0; j < n; ++j) std::memcpy(dst + j * ds * int64_t(esize), src + j * ss * int64_t(esize), esize);
+  }
+}
+
+// dst[sum_k i_k * ds_k] = src[sum_k i_k * ss_k] for every index i of `dims`
+// (strides in elements, possibly negative). Size-1 dims are dropped and dims
+// that are contiguous for both sides merged, so a copy that is dense on both
+// sides becomes one memcpy per row.
+void copyStrided(void* dstv, const int64_t* ds, const void* srcv, const int64_t* ss, const int64_t* dims, int rank,
+                 size_t esize) {
+  ONYX_CHECK(rank <= 16, "tensors of rank ", rank, " are not supported (at most 16)");
+  int64_t d[16], a[16], b[16];
+  int n = 0;
+  int64_t total = 1;
+  for(int i = 0; i < rank; ++i) {
+    total *= dims[i];
+    if(dims[i] == 1) continue;
+    if(n > 0 && a[n - 1] == ds[i] * dims[i] && b[n - 1] == ss[i] * dims[i]) {
+      d[n - 1] *= dims[i];
+      a[n - 1] = ds[i];
+      b[n - 1] = ss[i];
+    } else {
+      d[n] = dims[i];
+      a[n] = ds[i];
+      b[n] = ss[i];
+      ++n;
+    }
+  }
+  if(total == 0) return;
+  if(n == 0) {
+    d[0] = 1;
+    a[0] = b[0] = 1;
+    n = 1;
+  }
+  char* dst = static_cast<char*>(dstv);
+  const char* src = static_cast<const char*>(srcv);
+  int64_t inner = d[n - 1], rows = total / inner;
+  int64_t e = static_cast<int64_t>(esize);
+  host::parallelFor(rows, total, [&](int64_t lo, int64_t hi) {
+    for(int64_t row = lo; row < hi; ++row) {
+      int64_t od = 0, os = 0, rem = row;
+      for(int k = n - 2; k >= 0; --k) {
+        int64_t idx = rem % d[k];
+        rem /= d[k];
+        od += idx * a[k];
+        os += idx * b[k];
+      }
+      copyRun(dst + od * e, a[n - 1], src + os * e, b[n - 1], inner, esize);
+    }
+  });
+}
+
+Shape::Dims denseStrides(const Shape::Dims& dims) { return Shape(dims).strides(); }
+
+// Normalises an axis in [-rank, rank) or throws naming the op's argument.
+int normAxis(int64_t axis, int rank, const char* what) {
+  ONYX_CHECK(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank,
+             "..", rank - 1, ")");
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// Tries f() and turns an onyx::Error into an inference failure (which adds the
+// op and input shapes to the message).
+template <class F>
+auto orFail(InferCtx& c, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch(const Error& e) {
+    c.fail(e.what());
+  }
+}
+
+// ---------------------------------------------------------------- slice
+
+// The slice of one input, per input axis: first element, step, count.
+struct SliceDims {
+  Shape::Dims start, step, count;
+};
+
+SliceDims sliceDims(const Shape& s, const IntList& starts, const IntList& ends, const IntList& axes,
+                    const IntList& steps) {
+  int r = s.rank();
+  ONYX_CHECK(starts.size() == ends.size(), "starts ", attrToString(starts), " and ends ", attrToString(ends),
+             " must have the same length");
+  ONYX_CHECK(axes.empty() || axes.size() == starts.size(), "axes ", attrToString(axes),
+             " must be empty or as long as starts ", attrToString(starts));
+  ONYX_CHECK(steps.empty() || steps.size() == starts.size(), "steps ", attrToString(steps),
+             " must be empty or as long as starts ", attrToString(starts));
+  SliceDims sd;
+  for(int i = 0; i < r; ++i) {
+    sd.start.push_back(0);
+    sd.step.push_back(1);
+    sd.count.push_back(s.dims()[i]);
+  }
+  std::vector<char> seen(static_cast<size_t>(r), 0);
+  for(size_t k = 0; k < starts.size(); ++k) {
+    int a = normAxis(axes.empty() ? int64_t(k) : axes[k], r, "slice axis");
+    ONYX_CHECK(!seen[a], "axis ", a, " appears twice in axes ", attrToString(axes));
+    seen[a] = 1;
+    int64_t step = steps.empty() ? 1 : steps[k];
+    ONYX_CHECK(step != 0 && step != std::numeric_limits<int64_t>::min(), "step ", step, " on axis ", a,
+               " is not allowed (use a nonzero step)");
+    int64_t n = s.dims()[a], st = starts[k], en = ends[k];
+    if(st < 0) st += n;
+    if(en < 0) en += n;
+    int64_t count = 0;
+    if(step > 0) {
+      st = std::clamp<int64_t>(st, 0, n);
+      en = std::clamp<int64_t>(en, 0, n);
+      if(en > st) count = (en - st - 1) / step + 1;
+    } else if(n > 0) {
+      st = std::clamp<int64_t>(st, 0, n - 1);
+      en = std::clamp<int64_t>(en, -1, n - 1);
+      if(st > en) count = (st - en - 1) / -step + 1;
+    }
+    sd.start[a] = count > 0 ? st : 0;
+    sd.step[a] = step;
+    sd.count[a] = count;
+  }
+  return sd;
+}
+
+// Copies between a whole tensor `big` and the dense tensor `part` holding its
+// slice: part = big[slice] or, with toBig, big[slice] = part.
+void sliceCopy(TensorBase& big, TensorBase& part, const SliceDims& sd, bool toBig, const char* op) {
+  size_t e = elementBytes(big.type(), op);
+  auto bs = big.shape().strides();
+  int r = big.shape().rank();
+  int64_t base = 0;
+  Shape::Dims bigStr, partStr = denseStrides(sd.count);
+  for(int k = 0; k < r; ++k) {
+    base += sd.start[k] * bs[k];
+    bigStr.push_back(sd.step[k] * bs[k]);
+  }
+  char* bigp = static_cast<char*>(big.raw()) + base * int64_t(e);
+  if(toBig)
+    copyStrided(bigp, bigStr.data(), part.raw(), partStr.data(), sd.count.data(), r, e);
+  else
+    copyStrided(part.raw(), partStr.data(), bigp, bigStr.data(), sd.count.data(), r, e);
+}
+
+SliceDims sliceDimsOf(const Shape& s, const Attrs& at) {
+  return sliceDims(s, at.ints("starts"), at.ints("ends"), at.ints("axes"), at.ints("steps"));
+}
+
+// Attributes of slice and slice_scatter, copied from one to the other.
+std::vector<std::pair<std::string, AttrValue>> sliceAttrs(const Attrs& at) {
+  return {{"starts", at.ints("starts")}, {"ends", at.ints("ends")}, {"axes", at.ints("axes")}, {"steps", at.ints("steps")}};
+}
+
+// ---------------------------------------------------------------- pad
+
+bool isPadMode(const std::string& m) { return m == "constant" || m == "reflect" || m == "edge" || m == "wrap"; }
+
+// For each output position along one axis, the input position it reads
+// (-1: the constant). Negative pads crop first; the other modes then extend
+// the cropped range.
+std::vector<int64_t> padMap(int64_t n, int64_t begin, int64_t end, const std::string& mode) {
+  int64_t lo = std::max<int64_t>(0, -begin), hi = n - std::max<int64_t>(0, -end);
+  int64_t m = hi - lo, pb = std::max<int64_t>(0, begin), pe = std::max<int64_t>(0, end);
+  std::vector<int64_t> map(static_cast<size_t>(std::max<int64_t>(0, pb + m + pe)));
+  for(size_t o = 0; o < map.size(); ++o) {
+    int64_t t = static_cast<int64_t>(o) - pb;
+    if(t >= 0 && t < m) {
+      map[o] = lo + t;
+    } else if(mode == "constant") {
+      map[o] = -1;
+    } else {
+      if(mode == "edge") {
+        t = std::clamp<int64_t>(t, 0, m - 1);
+      } else if(mode == "wrap") {
+        t = ((t % m) + m) % m;
+      } else if(m == 1) {  // reflect of one element repeats it
+        t = 0;
+      } else {  // reflect: the sequence is periodic with period 2(m-1)
+        int64_t p = 2 * (m - 1);
+        t = ((t % p) + p) % p;
+        if(t >= m) t = p - t;
+      }
+      map[o] = lo + t;
+    }
+  }
+  return map;
+}
+
+// ---------------------------------------------------------------- gather
+
+// Index i as a position in [0, n), or an error naming it.
+inline int64_t resolveIndex(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
+
+template <class I>
+void checkIndices(const I* idx, int64_t m, int64_t n, int axis, const Node& node) {
+  for(int64_t j = 0; j < m; ++j) {
+    int64_t i = static_cast<int64_t>(idx[j]);
+    ONYX_CHECK(i >= -n && i < n, node.type(), " (node ", node.getId(), "): index ", i, " at position ", j,
+               " of the indices is out of range for axis ", axis, " of size ", n, " (valid: ", -n, "..", n - 1, ")");
+  }
+}
+
+int64_t prodDims(const Shape::Dims& d, size_t from, size_t to) {
+  int64_t p = 1;
+  for(size_t i = from; i < to; ++i) p *= d[i];
+  return p;
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------- reshape, expand, flatten
 
 // y = x with a new shape (one dim may be -1)
 ONYX_OP(kReshape, "reshape")
@@ -83,6 +329,457 @@ ONYX_OP(kExpand, "expand")
 Expr expand(Expr x, const Shape& shape) {
   if(x->shape() == shape) return x;
   return x->graph()->make(kExpand, {x}, {{"shape", attr(shape.vec())}});
+}
+
+// y = reshape(x, [d0*..*d(axis-1), d(axis)*..*d(n-1)])
+ONYX_OP(kFlatten, "flatten")
+    .doc("y = x as 2-D: [prod(dims before axis), prod(dims from axis)]")
+    .inputs(1)
+    .attr("axis", int64_t(1))
+    .infer([](InferCtx& c) {
+      const Shape& s = c.shapeOf(0);
+      int64_t a = c.attrs.i("axis");
+      c.check(a >= -s.rank() && a <= s.rank(), "axis ", a, " is out of range for rank ", s.rank(), " (valid: ",
+              -s.rank(), "..", s.rank(), ")");
+      size_t k = static_cast<size_t>(a < 0 ? a + s.rank() : a);
+      c.shape = Shape{prodDims(s.dims(), 0, k), prodDims(s.dims(), k, s.size())};
+      c.type = c.typeOf(0);
+    })
+    .cpu(copyKernel)
+    .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
+    .onnx("Flatten", 1);
+
+Expr flatten(Expr x, int axis) {
+  int r = x->shape().rank();
+  // Stored non-negative so the node exports to every Flatten opset (negative
+  // axes need opset 11) and equal flattens share one node.
+  return x->graph()->make(kFlatten, {x}, {{"axis", attr(axis < 0 && axis >= -r ? axis + r : axis)}});
+}
+
+// ---------------------------------------------------------------- transpose
+
+namespace {
+// The permutation, with empty meaning reversed dims; throws if not one.
+std::vector<int> permOf(const IntList& perm, int rank) {
+  std::vector<int> p;
+  if(perm.empty()) {
+    for(int i = rank - 1; i >= 0; --i) p.push_back(i);
+    return p;
+  }
+  bool ok = static_cast<int>(perm.size()) == rank;
+  std::vector<char> seen(static_cast<size_t>(rank), 0);
+  for(size_t i = 0; ok && i < perm.size(); ++i) {
+    ok = perm[i] >= 0 && perm[i] < rank && !seen[perm[i]];
+    if(ok) seen[perm[i]] = 1;
+    p.push_back(static_cast<int>(perm[i]));
+  }
+  ONYX_CHECK(ok, "perm ", attrToString(perm), " is not a permutation of 0..", rank - 1, " for an input of rank ",
+             rank, " (it needs each axis exactly once)");
+  return p;
+}
+}  // namespace
+
+// y[i_0, .., i_n-1] = x[j] with j[perm[k]] = i_k
+ONYX_OP(kTranspose, "transpose")
+    .doc("y = x with dims permuted: y.dim(k) = x.dim(perm[k]); empty perm reverses")
+    .inputs(1)
+    .attr("perm", IntList{})
+    .infer([](InferCtx& c) {
+      const Shape& s = c.shapeOf(0);
+      auto p = orFail(c, [&] { return permOf(c.attrs.ints("perm"), s.rank()); });
+      Shape::Dims d;
+      for(int k : p) d.push_back(s.dims()[k]);
+      c.shape = Shape(d);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const Shape& is = c.in[0]->shape();
+      auto p = permOf(c.attrs.ints("perm"), is.rank());
+      auto istr = is.strides();
+      Shape::Dims srcStr;
+      for(int k : p) srcStr.push_back(istr[k]);
+      auto dstStr = c.out.shape().strides();
+      copyStrided(c.out.raw(), dstStr.data(), c.in[0]->raw(), srcStr.data(), c.out.shape().dims().data(),
+                  c.out.shape().rank(), elementBytes(c.out.type(), "transpose"));
+    })
+    .backward([](GradCtx& g) {
+      auto p = permOf(g.attrs.ints("perm"), g.x(0)->shape().rank());
+      std::vector<int> inv(p.size());
+      for(size_t k = 0; k < p.size(); ++k) inv[p[k]] = static_cast<int>(k);
+      g.add(0, transpose(g.dy, inv));
+    })
+    .onnx("Transpose", 1);
+
+Expr transpose(Expr x, const std::vector<int>& perm) {
+  bool identity = perm.empty() ? x->shape().rank() <= 1 : perm.size() == x->shape().size();
+  for(size_t k = 0; k < perm.size(); ++k) identity = identity && perm[k] == static_cast<int>(k);
+  if(identity) return x;
+  return x->graph()->make(kTranspose, {x}, {{"perm", attr(perm)}});
+}
+
+// ---------------------------------------------------------------- slice
+
+// y = x[start:end:step] on the given axes (ONNX Slice)
+ONYX_OP(kSlice, "slice")
+    .doc("y = x[starts:ends:steps] on axes (ONNX Slice: negative indices, clamping, negative steps)")
+    .inputs(1)
+    .attr("starts", IntList{})
+    .attr("ends", IntList{})
+    .attr("axes", IntList{})
+    .attr("steps", IntList{})
+    .infer([](InferCtx& c) {
+      SliceDims sd = orFail(c, [&] { return sliceDimsOf(c.shapeOf(0), c.attrs); });
+      c.shape = Shape(sd.count);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) { sliceCopy(*c.in[0], c.out, sliceDimsOf(c.in[0]->shape(), c.attrs), false, "slice"); })
+    .backward([](GradCtx& g) {
+      auto at = sliceAttrs(g.attrs);
+      at.push_back({"shape", attr(g.x(0)->shape().vec())});
+      g.add(0, g.graph.make(Registry::instance().get("slice_scatter"), std::vector<Expr>{g.dy}, at));
+    })
+    .onnx("Slice", 1);
+
+Expr slice(Expr x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+           const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  return x->graph()->make(kSlice, {x},
+                          {{"starts", attr(starts)}, {"ends", attr(ends)}, {"axes", attr(axes)}, {"steps", attr(steps)}});
+}
+
+namespace detail {
+Expr sliceAxis(Expr x, int axis, int64_t start, int64_t end, int64_t step) {
+  const Shape& s = x->shape();
+  if(axis >= -s.rank() && axis < s.rank() && step == 1 && start == 0 && end >= s[axis]) return x;
+  return slice(x, std::vector<int64_t>{start}, std::vector<int64_t>{end}, std::vector<int64_t>{axis},
+               std::vector<int64_t>{step});
+}
+}  // namespace detail
+
+std::vector<Expr> split(Expr x, int axis, const std::vector<int64_t>& sizes) {
+  int a = normAxis(axis, x->shape().rank(), "split: axis");
+  int64_t total = 0;
+  for(auto n : sizes) {
+    ONYX_CHECK(n >= 0, "split: negative size ", n, " in sizes ", attrToString(attr(sizes)));
+    total += n;
+  }
+  ONYX_CHECK(total == x->shape()[a], "split: sizes ", attrToString(attr(sizes)), " add up to ", total,
+             " but axis ", a, " of ", x->shape(), " has ", x->shape()[a]);
+  std::vector<Expr> parts;
+  int64_t off = 0;
+  for(auto n : sizes) {
+    parts.push_back(slice(x, a, off, off + n));
+    off += n;
+  }
+  return parts;
+}
+
+// y = zeros(shape); y[starts:ends:steps on axes] = x
+ONYX_OP(kSliceScatter, "slice_scatter")
+    .doc("y = zeros(shape) with y[starts:ends:steps on axes] = x (the gradient of slice)")
+    .inputs(1)
+    .attr("shape", IntList{})
+    .attr("starts", IntList{})
+    .attr("ends", IntList{})
+    .attr("axes", IntList{})
+    .attr("steps", IntList{})
+    .infer([](InferCtx& c) {
+      const IntList& s = c.attrs.ints("shape");
+      Shape full = orFail(c, [&] { return Shape(Shape::Dims(s.begin(), s.end())); });
+      SliceDims sd = orFail(c, [&] { return sliceDimsOf(full, c.attrs); });
+      c.check(Shape(sd.count) == c.shapeOf(0), "the slice of ", full, " has shape ", Shape(sd.count),
+              " but the input has shape ", c.shapeOf(0));
+      c.shape = full;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      zeroFill(c.out);
+      sliceCopy(c.out, *c.in[0], sliceDimsOf(c.out.shape(), c.attrs), true, "slice_scatter");
+    })
+    .backward([](GradCtx& g) {
+      auto at = sliceAttrs(g.attrs);
+      g.add(0, g.graph.make(kSlice, std::vector<Expr>{g.dy}, at));
+    })
+    .noOnnx("internal: the gradient of slice (export differentiates before exporting)");
+
+Expr slice_scatter(Expr x, const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                   const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  return x->graph()->make(kSliceScatter, {x},
+                          {{"shape", attr(shape.vec())}, {"starts", attr(starts)}, {"ends", attr(ends)},
+                           {"axes", attr(axes)}, {"steps", attr(steps)}});
+}
+
+// ---------------------------------------------------------------- concat
+
+// y = [x_0, x_1, ...] joined along axis
+ONYX_OP(kConcat, "concat")
+    .doc("y = inputs joined along axis (other dims must match)")
+    .inputs(1, -1)
+    .attr("axis", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Shape& s0 = c.shapeOf(0);
+      int r = s0.rank();
+      c.check(r >= 1, "cannot concatenate rank-0 tensors; reshape them to 1-D first");
+      int a = orFail(c, [&] { return normAxis(c.attrs.i("axis"), r, "axis"); });
+      c.type = c.commonType();
+      Shape::Dims d = s0.dims();
+      for(size_t i = 1; i < c.n(); ++i) {
+        const Shape& si = c.shapeOf(i);
+        bool ok = si.rank() == r;
+        for(int k = 0; ok && k < r; ++k) ok = k == a || si.dims()[k] == s0.dims()[k];
+        c.check(ok, "input ", i, " has shape ", si, " but input 0 has shape ", s0,
+                "; all dims but the concatenation axis ", a, " must match");
+        d[a] += si.dims()[a];
+      }
+      c.shape = Shape(d);
+    })
+    .cpu([](KernelCtx& c) {
+      size_t e = elementBytes(c.out.type(), "concat");
+      const Shape& os = c.out.shape();
+      int a = normAxis(c.attrs.i("axis"), os.rank(), "axis");
+      auto ostr = os.strides();
+      int64_t off = 0;
+      for(TensorBase* x : c.in) {
+        char* dst = static_cast<char*>(c.out.raw()) + off * ostr[a] * int64_t(e);
+        auto istr = x->shape().strides();
+        copyStrided(dst, ostr.data(), x->raw(), istr.data(), x->shape().dims().data(), os.rank(), e);
+        off += x->shape().dims()[a];
+      }
+    })
+    .backward([](GradCtx& g) {
+      int a = normAxis(g.attrs.i("axis"), g.dy->shape().rank(), "axis");
+      int64_t off = 0;
+      for(size_t i = 0; i < g.n(); ++i) {
+        int64_t n = g.x(i)->shape()[a];
+        if(g.needs(i)) g.add(i, slice(g.dy, a, off, off + n));
+        off += n;
+      }
+    })
+    .onnx("Concat", 4);
+
+Expr concat(const std::vector<Expr>& xs, int axis) {
+  ONYX_CHECK(!xs.empty(), "concat: needs at least one input");
+  if(xs.size() == 1) return xs[0];
+  return xs[0]->graph()->make(kConcat, xs, {{"axis", attr(axis)}});
+}
+
+// ---------------------------------------------------------------- gather, scatter_add
+
+// y[i.., j.., k..] = x[i.., indices[j..], k..]
+ONYX_OP(kGather, "gather")
+    .doc("y[i.., j.., k..] = x[i.., indices[j..], k..] along axis (ONNX Gather; negative indices count from the end)")
+    .inputs(2)
+    .attr("axis", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Shape& xs = c.shapeOf(0);
+      const Shape& is = c.shapeOf(1);
+      c.check(xs.rank() >= 1, "cannot gather from a rank-0 tensor");
+      c.check(c.typeOf(1) == Type::int64 || c.typeOf(1) == Type::int32, "indices have type ", c.typeOf(1),
+              " but must be int64 or int32");
+      int a = orFail(c, [&] { return normAxis(c.attrs.i("axis"), xs.rank(), "axis"); });
+      Shape::Dims d;
+      for(int k = 0; k < a; ++k) d.push_back(xs.dims()[k]);
+      for(auto n : is.dims()) d.push_back(n);
+      for(int k = a + 1; k < xs.rank(); ++k) d.push_back(xs.dims()[k]);
+      c.shape = Shape(d);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const TensorBase& ix = *c.in[1];
+      int64_t e = static_cast<int64_t>(elementBytes(x.type(), "gather"));
+      int a = normAxis(c.attrs.i("axis"), x.shape().rank(), "axis");
+      const auto& xd = x.shape().dims();
+      int64_t outer = prodDims(xd, 0, a), n = xd[a], inner = prodDims(xd, a + 1, xd.size()) * e;
+      int64_t m = ix.size();
+      const char* src = static_cast<const char*>(x.raw());
+      char* dst = static_cast<char*>(c.out.raw());
+      dispatchIndex(ix.type(), "gather", [&](auto tag) {
+        using I = typename decltype(tag)::type;
+        const I* idx = ix.data<I>();
+        checkIndices(idx, m, n, a, c.node);  // before the threads: they cannot throw
+        host::parallelFor(outer * m, c.out.size(), [&](int64_t lo, int64_t hi) {
+          for(int64_t r = lo; r < hi; ++r) {
+            int64_t o = r / m, i = resolveIndex(static_cast<int64_t>(idx[r % m]), n);
+            std::memcpy(dst + r * inner, src + (o * n + i) * inner, static_cast<size_t>(inner));
+          }
+        });
+      });
+    })
+    .backward([](GradCtx& g) {
+      if(!g.needs(0)) return;
+      int a = normAxis(g.attrs.i("axis"), g.x(0)->shape().rank(), "axis");
+      g.add(0, scatter_add(g.dy, a, g.x(1), g.x(0)->shape()[a]));
+    })
+    .onnx("Gather", 1);
+
+Expr gather(Expr x, int axis, Expr indices) { return x->graph()->make(kGather, {x, indices}, {{"axis", attr(axis)}}); }
+Expr index_select(Expr x, int axis, Expr indices) { return gather(x, axis, indices); }
+Expr index_select(Expr x, int axis, const std::vector<int64_t>& indices) {
+  return gather(x, axis, x->graph()->indices(indices));
+}
+
+// y = zeros; y[i.., indices[j..], k..] += u[i.., j.., k..]
+ONYX_OP(kScatterAdd, "scatter_add")
+    .doc("y = zeros with dim entries on axis; y[i.., indices[j..], k..] += updates[i.., j.., k..] (adjoint of gather)")
+    .inputs(2)
+    .attr("axis", int64_t(0))
+    .attr("dim", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Shape& us = c.shapeOf(0);
+      const Shape& is = c.shapeOf(1);
+      c.check(c.typeOf(1) == Type::int64 || c.typeOf(1) == Type::int32, "indices have type ", c.typeOf(1),
+              " but must be int64 or int32");
+      c.check(isFloat(c.typeOf(0)) || isInt(c.typeOf(0)), "updates have type ", c.typeOf(0),
+              " but must be a float or integer type");
+      int q = is.rank(), r = us.rank() - q + 1;
+      c.check(r >= 1, "updates of rank ", us.rank(), " cannot hold indices of rank ", q);
+      int a = orFail(c, [&] { return normAxis(c.attrs.i("axis"), r, "axis"); });
+      int64_t dim = c.attrs.i("dim");
+      c.check(dim >= 0, "dim ", dim, " is negative");
+      bool ok = true;
+      for(int k = 0; k < q; ++k) ok = ok && us.dims()[a + k] == is.dims()[k];
+      c.check(ok, "updates ", us, " must hold the indices' shape ", is, " at axis ", a);
+      Shape::Dims d;
+      for(int k = 0; k < a; ++k) d.push_back(us.dims()[k]);
+      d.push_back(dim);
+      for(int k = a + q; k < us.rank(); ++k) d.push_back(us.dims()[k]);
+      c.shape = Shape(d);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& u = *c.in[0];
+      const TensorBase& ix = *c.in[1];
+      const auto& od = c.out.shape().dims();
+      int a = normAxis(c.attrs.i("axis"), c.out.shape().rank(), "axis");
+      int64_t outer = prodDims(od, 0, a), n = od[a], inner = prodDims(od, a + 1, od.size()), m = ix.size();
+      zeroFill(c.out);
+      dispatchIndex(ix.type(), "scatter_add", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        const I* idx = ix.data<I>();
+        checkIndices(idx, m, n, a, c.node);
+        dispatchNumeric(u.type(), "scatter_add", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* up = u.data<T>();
+          T* yp = c.out.data<T>();
+          // Threads split rows of y (outer) or, with one row, the inner
+          // elements, so repeated indices never race.
+          auto body = [&](int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
+            for(int64_t o = o0; o < o1; ++o)
+              for(int64_t j = 0; j < m; ++j) {
+                int64_t dst = (o * n + resolveIndex(static_cast<int64_t>(idx[j]), n)) * inner;
+                int64_t src = (o * m + j) * inner;
+                for(int64_t k = k0; k < k1; ++k) host::store(yp, dst + k, host::load(yp, dst + k) + host::load(up, src + k));
+              }
+          };
+          if(outer > 1)
+            host::parallelFor(outer, u.size(), [&](int64_t lo, int64_t hi) { body(lo, hi, 0, inner); });
+          else
+            host::parallelFor(inner, u.size(), [&](int64_t lo, int64_t hi) { body(0, outer, lo, hi); });
+        });
+      });
+    })
+    .backward([](GradCtx& g) {
+      if(g.needs(0)) g.add(0, gather(g.dy, static_cast<int>(g.attrs.i("axis")), g.x(1)));
+    })
+    .noOnnx("internal: the gradient of gather (export differentiates before exporting)");
+
+Expr scatter_add(Expr updates, int axis, Expr indices, int64_t dim) {
+  return updates->graph()->make(kScatterAdd, {updates, indices}, {{"axis", attr(axis)}, {"dim", attr(dim)}});
+}
+
+// ---------------------------------------------------------------- pad
+
+// y = x padded by pads[k] before and pads[k+rank] after axis k
+ONYX_OP(kPad, "pad")
+    .doc("y = x padded (ONNX Pad: pads = [begins.., ends..], negative crops; mode constant/reflect/edge/wrap)")
+    .inputs(1)
+    .attr("pads", IntList{})
+    .attr("mode", std::string("constant"))
+    .attr("value", 0.0)
+    .infer([](InferCtx& c) {
+      const Shape& s = c.shapeOf(0);
+      const IntList& p = c.attrs.ints("pads");
+      const std::string& mode = c.attrs.s("mode");
+      int r = s.rank();
+      c.check(isPadMode(mode), "mode '", mode, "' is not one of constant, reflect, edge, wrap");
+      c.check(static_cast<int>(p.size()) == 2 * r, "pads ", attrToString(p), " must have 2 * rank = ", 2 * r,
+              " entries: [x1_begin, x2_begin, ..., x1_end, x2_end, ...]");
+      Shape::Dims d;
+      for(int k = 0; k < r; ++k) {
+        int64_t n = s.dims()[k], b = p[k], e = p[k + r], kept = n - std::max<int64_t>(0, -b) - std::max<int64_t>(0, -e);
+        c.check(kept >= 0, "pads ", attrToString(p), " remove more than the ", n, " elements of axis ", k);
+        c.check(mode == "constant" || kept > 0 || (b <= 0 && e <= 0), "mode '", mode,
+                "' cannot extend axis ", k, " that has no elements left");
+        d.push_back(kept + std::max<int64_t>(0, b) + std::max<int64_t>(0, e));
+      }
+      c.shape = Shape(d);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const Shape& os = c.out.shape();
+      int r = os.rank();
+      if(r == 0) return copyKernel(c);
+      const IntList& p = c.attrs.ints("pads");
+      const std::string& mode = c.attrs.s("mode");
+      std::vector<std::vector<int64_t>> maps;
+      for(int k = 0; k < r; ++k) maps.push_back(padMap(x.shape().dims()[k], p[k], p[k + r], mode));
+      auto xs = x.shape().strides();
+      int64_t inner = os.dims()[r - 1], rows = inner > 0 ? os.elements() / inner : 0;
+      const auto& last = maps[r - 1];
+      dispatchAll(x.type(), "pad", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T v = castFromDouble<T>(c.attrs.f("value"));
+        const T* xp = x.data<T>();
+        T* yp = c.out.data<T>();
+        host::parallelFor(rows, c.out.size(), [&](int64_t lo, int64_t hi) {
+          for(int64_t row = lo; row < hi; ++row) {
+            int64_t off = 0, rem = row;
+            bool fill = false;
+            for(int k = r - 2; k >= 0; --k) {
+              int64_t mk = maps[k][rem % os.dims()[k]];
+              rem /= os.dims()[k];
+              fill = fill || mk < 0;
+              off += mk * xs[k];
+            }
+            T* y = yp + row * inner;
+            if(fill) {
+              std::fill(y, y + inner, v);
+              continue;
+            }
+            for(int64_t j = 0; j < inner; ++j) y[j] = last[j] < 0 ? v : xp[off + last[j]];
+          }
+        });
+      });
+    })
+    .backward([](GradCtx& g) {
+      const IntList& p = g.attrs.ints("pads");
+      const std::string& mode = g.attrs.s("mode");
+      const Shape& xs = g.x(0)->shape();
+      if(mode == "constant") {
+        // Padding and cropping are each other's adjoints.
+        std::vector<int64_t> neg;
+        for(auto v : p) neg.push_back(-v);
+        g.add(0, pad(g.dy, neg));
+        return;
+      }
+      // The other modes copy along each axis independently through an index
+      // map; the adjoint of each axis's copy is a scatter_add of that map.
+      Expr d = g.dy;
+      int r = xs.rank();
+      for(int k = 0; k < r; ++k) {
+        if(p[k] == 0 && p[k + r] == 0) continue;
+        d = scatter_add(d, k, g.graph.indices(padMap(xs.dims()[k], p[k], p[k + r], mode)), xs.dims()[k]);
+      }
+      g.add(0, d);
+    })
+    .onnx("Pad", 2);
+
+Expr pad(Expr x, const std::vector<int64_t>& pads, const std::string& mode, double value) {
+  if(std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; }) &&
+     static_cast<int>(pads.size()) == 2 * x->shape().rank())
+    return x;
+  return x->graph()->make(kPad, {x}, {{"pads", attr(pads)}, {"mode", attr(mode)}, {"value", attr(value)}});
 }
 
 }  // namespace onyx

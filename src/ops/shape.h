@@ -1,5 +1,9 @@
-// Shape manipulation (src/ops/shape.cpp).
+// Shape manipulation (src/ops/shape.cpp). Every op here moves elements without
+// arithmetic, so all element types work (bool and integers included), except
+// scatter_add, which adds. Negative axes count from the end.
 #pragma once
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include <onyx/core/shape.h>
@@ -13,5 +17,58 @@ Expr reshape(Expr x, const std::vector<int64_t>& shape);
 // Numpy broadcast of x to `shape` (ONNX Expand: the result is the broadcast
 // of both shapes).
 Expr expand(Expr x, const Shape& shape);
+
+// ONNX Flatten: 2-D result [d0*..*d(axis-1), d(axis)*..*d(n-1)]; axis in
+// [-rank, rank].
+Expr flatten(Expr x, int axis = 1);
+
+// Output dim i is input dim perm[i]; an empty perm reverses the dims (ONNX).
+Expr transpose(Expr x, const std::vector<int>& perm = {});
+
+// ONNX Slice: elements start, start+step, ... up to (not including) end along
+// `axis`. Negative start/end count from the end and both are clamped to the
+// dim, so INT64_MAX means "to the end"; a negative step walks backwards.
+// (A template so that braced lists, as in slice(x, {1}, {3}, {0}), always
+// pick the multi-axis form below instead of converting to single integers.)
+template <class A, class S, class E,
+          class = std::enable_if_t<std::is_integral<A>::value && std::is_integral<S>::value && std::is_integral<E>::value>>
+Expr slice(Expr x, A axis, S start, E end, int64_t step = 1);
+// Several axes at once; empty `axes` means 0, 1, ..., empty `steps` all 1.
+Expr slice(Expr x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+           const std::vector<int64_t>& axes = {}, const std::vector<int64_t>& steps = {});
+// Zeros of `shape` with `x` written at the positions slice(zeros, ...) would
+// read (the gradient of slice).
+Expr slice_scatter(Expr x, const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                   const std::vector<int64_t>& axes = {}, const std::vector<int64_t>& steps = {});
+
+// Joins tensors of one type and rank along `axis` (other dims must match).
+Expr concat(const std::vector<Expr>& xs, int axis);
+// Consecutive pieces of x along `axis` with the given sizes (summing to the dim).
+std::vector<Expr> split(Expr x, int axis, const std::vector<int64_t>& sizes);
+
+// ONNX Gather: y[i.., j.., k..] = x[i.., indices[j..], k..] with `axis`
+// selecting where the index dims go. Indices are int32 or int64 of any rank;
+// negative ones count from the end; out of range is an error at run time.
+Expr gather(Expr x, int axis, Expr indices);
+// Marian's name for the same op.
+Expr index_select(Expr x, int axis, Expr indices);
+Expr index_select(Expr x, int axis, const std::vector<int64_t>& indices);
+// Adjoint of gather: zeros with `dim` entries along `axis`, then
+// y[i.., indices[j..], k..] += updates[i.., j.., k..]; repeated indices add up.
+Expr scatter_add(Expr updates, int axis, Expr indices, int64_t dim);
+
+// ONNX Pad. pads = [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (2 * rank
+// entries); a negative pad removes elements. mode: "constant" (fills `value`),
+// "reflect" (mirrors without repeating the edge), "edge" (repeats the edge),
+// "wrap" (periodic).
+Expr pad(Expr x, const std::vector<int64_t>& pads, const std::string& mode = "constant", double value = 0);
+
+namespace detail {
+Expr sliceAxis(Expr x, int axis, int64_t start, int64_t end, int64_t step);
+}  // namespace detail
+template <class A, class S, class E, class>
+Expr slice(Expr x, A axis, S start, E end, int64_t step) {
+  return detail::sliceAxis(x, static_cast<int>(axis), static_cast<int64_t>(start), static_cast<int64_t>(end), step);
+}
 
 }  // namespace onyx

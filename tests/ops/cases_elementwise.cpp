@@ -1,5 +1,7 @@
 // Harness cases for src/ops/elementwise.cpp. References are plain C++ math.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ops/harness.h"
 
@@ -60,6 +62,232 @@ ONYX_OP_CASE({"sin", "range", {in({3, 4}, -3, 3)},
 ONYX_OP_CASE({"cos", "range", {in({3, 4}, -3, 3)},
               [](const std::vector<Expr>& x) { return cos(x[0]); },
               [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::cos(a); }); }});
+// ------------------------------------------------------------ pow, min, max
+ONYX_OP_CASE({"pow", "broadcast_positive_base", {in({2, 3}, 0.5, 2), in({3}, -2, 2)},
+              [](const std::vector<Expr>& x) { return pow(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::pow(a[0], a[1]); }); }});
+ONYX_OP_CASE({"pow", "scalar_exponent", {in({5}, -2, 2)},
+              [](const std::vector<Expr>& x) { return pow(x[0], 2.0); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a * a; }); }});
+ONYX_OP_CASE({"pow", "scalar_base", {in({4}, -1, 1)},
+              [](const std::vector<Expr>& x) { return pow(3.0, x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::pow(3.0, a); }); }});
+ONYX_OP_CASE({"pow", "int", {ints({6}, -3, 3), ints({6}, 0, 3)},
+              [](const std::vector<Expr>& x) { return pow(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::pow(a[0], a[1]); }); },
+              /*gradcheck=*/false});
+// min/max: explicit values keep every pair apart, so no tie or kink sits
+// within the central difference's step.
+ONYX_OP_CASE({"minimum", "broadcast", {values({2, 3}, {-1.0, 0.5, 2.0, 0.1, -0.7, 1.2}), values({3}, {0.3, -0.2, 1.5})},
+              [](const std::vector<Expr>& x) { return minimum(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::min(a[0], a[1]); }); }});
+ONYX_OP_CASE({"minimum", "scalar", {values({4}, {-1.5, -0.2, 0.3, 2.0})},
+              [](const std::vector<Expr>& x) { return minimum(x[0], 0.0); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::min(a, 0.0); }); }});
+ONYX_OP_CASE({"minimum", "int", {ints({3, 4}, -5, 5), ints({4}, -5, 5)},
+              [](const std::vector<Expr>& x) { return minimum(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::min(a[0], a[1]); }); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"maximum", "broadcast", {values({3, 1}, {-1.0, 0.4, 2.0}), values({1, 2}, {0.1, 1.1})},
+              [](const std::vector<Expr>& x) { return maximum(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::max(a[0], a[1]); }); }});
+ONYX_OP_CASE({"maximum", "scalar_left", {values({4}, {-1.5, -0.2, 0.3, 2.0})},
+              [](const std::vector<Expr>& x) { return maximum(0.25, x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::max(0.25, a); }); }});
+ONYX_OP_CASE({"maximum", "int", {ints({3, 4}, -5, 5), ints({3, 1}, -5, 5)},
+              [](const std::vector<Expr>& x) { return maximum(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::max(a[0], a[1]); }); },
+              /*gradcheck=*/false});
+// At a tie the gradient goes to the first input: the analytic gradient of
+// minimum(a, b) * 1 with a == b is 1 for a and 0 for b (checked as a forward
+// value of the gradient expression, since the numeric derivative at a tie is
+// one-sided).
+ONYX_OP_CASE({"minimum", "tie_forward", {values({3}, {1.0, 2.0, 3.0}), values({3}, {1.0, 0.0, 5.0})},
+              [](const std::vector<Expr>& x) { return minimum(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::min(a[0], a[1]); }); },
+              /*gradcheck=*/false});
+
+// ----------------------------------------------------------- math functions
+ONYX_OP_CASE({"tan", "range", {in({3, 4}, -1.2, 1.2)},
+              [](const std::vector<Expr>& x) { return tan(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::tan(a); }); }});
+ONYX_OP_CASE({"exp", "range", {in({3, 4}, -3, 3)},
+              [](const std::vector<Expr>& x) { return exp(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::exp(a); }); }});
+ONYX_OP_CASE({"log", "positive", {in({3, 4}, 0.2, 5)},
+              [](const std::vector<Expr>& x) { return log(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::log(a); }); }});
+ONYX_OP_CASE({"log", "zero_and_negative", {values({3}, {0.0, -1.0, 1.0})},
+              [](const std::vector<Expr>& x) { return log(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::log(a); }); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"sqrt", "positive", {in({2, 5}, 0.2, 4)},
+              [](const std::vector<Expr>& x) { return sqrt(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::sqrt(a); }); }});
+ONYX_OP_CASE({"reciprocal", "both_signs", {values({4}, {-2.0, -0.5, 0.4, 3.0})},
+              [](const std::vector<Expr>& x) { return reciprocal(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return 1.0 / a; }); }});
+ONYX_OP_CASE({"erf", "range", {in({3, 4}, -2.5, 2.5)},
+              [](const std::vector<Expr>& x) { return erf(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::erf(a); }); }});
+
+// -------------------------------------------------------------- activations
+double refSigmoid(double a) { return 1.0 / (1.0 + std::exp(-a)); }
+
+ONYX_OP_CASE({"tanh", "range", {in({3, 4}, -3, 3)},
+              [](const std::vector<Expr>& x) { return tanh(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::tanh(a); }); }});
+ONYX_OP_CASE({"sigmoid", "range", {in({3, 4}, -6, 6)},
+              [](const std::vector<Expr>& x) { return sigmoid(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, refSigmoid); }});
+// Large |x| must neither overflow nor lose the tiny tail.
+ONYX_OP_CASE({"sigmoid", "saturated", {values({4}, {-100.0, -30.0, 30.0, 100.0})},
+              [](const std::vector<Expr>& x) { return sigmoid(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, refSigmoid); },
+              true, 1e-4, 1e-30});
+ONYX_OP_CASE({"relu", "away_from_zero", {values({2, 3}, {-1.5, -0.2, 0.3, 2.0, -0.01, 0.7})},
+              [](const std::vector<Expr>& x) { return relu(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 0 ? a : 0.0; }); }});
+ONYX_OP_CASE({"relu", "int", {ints({7}, -4, 4)},
+              [](const std::vector<Expr>& x) { return relu(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 0 ? a : 0.0; }); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"leaky_relu", "default_alpha", {values({5}, {-3.0, -0.4, 0.2, 0.9, 4.0})},
+              [](const std::vector<Expr>& x) { return leaky_relu(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 0 ? a : 0.01 * a; }); }});
+ONYX_OP_CASE({"leaky_relu", "alpha_0_2", {values({4}, {-2.0, -0.3, 0.5, 1.5})},
+              [](const std::vector<Expr>& x) { return leaky_relu(x[0], 0.2f); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) { return a > 0 ? a : double(0.2f) * a; });
+              }});
+ONYX_OP_CASE({"elu", "default_alpha", {values({6}, {-4.0, -1.0, -0.1, 0.05, 0.8, 3.0})},
+              [](const std::vector<Expr>& x) { return elu(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 0 ? a : std::exp(a) - 1.0; }); }});
+ONYX_OP_CASE({"elu", "alpha_0_5", {values({4}, {-2.0, -0.3, 0.5, 1.5})},
+              [](const std::vector<Expr>& x) { return elu(x[0], 0.5f); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) { return a > 0 ? a : 0.5 * (std::exp(a) - 1.0); });
+              }});
+ONYX_OP_CASE({"selu", "onnx_constants", {values({6}, {-4.0, -1.0, -0.1, 0.05, 0.8, 3.0})},
+              [](const std::vector<Expr>& x) { return selu(x[0]); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) {
+                  const double alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875;
+                  return gamma * (a > 0 ? a : alpha * (std::exp(a) - 1.0));
+                });
+              }});
+ONYX_OP_CASE({"gelu", "exact", {in({3, 4}, -4, 4)},
+              [](const std::vector<Expr>& x) { return gelu(x[0]); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) { return 0.5 * a * std::erfc(-a / std::sqrt(2.0)); });
+              }});
+ONYX_OP_CASE({"gelu", "tanh_approximation", {in({3, 4}, -4, 4)},
+              [](const std::vector<Expr>& x) { return gelu(x[0], true); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) {
+                  const double pi = 3.14159265358979323846;
+                  return 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (a + 0.044715 * a * a * a)));
+                });
+              }});
+ONYX_OP_CASE({"swish", "range", {in({3, 4}, -5, 5)},
+              [](const std::vector<Expr>& x) { return swish(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a / (1.0 + std::exp(-a)); }); }});
+ONYX_OP_CASE({"softplus", "range", {in({3, 4}, -5, 5)},
+              [](const std::vector<Expr>& x) { return softplus(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return std::log(1.0 + std::exp(a)); }); }});
+ONYX_OP_CASE({"softplus", "large", {values({3}, {-60.0, 40.0, 200.0})},
+              [](const std::vector<Expr>& x) { return softplus(x[0]); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) { return a > 30 ? a : std::log(1.0 + std::exp(a)); });
+              },
+              true, 1e-4, 1e-20});
+ONYX_OP_CASE({"clip", "away_from_bounds", {values({6}, {-3.0, -0.9, -0.2, 0.4, 0.6, 2.0})},
+              [](const std::vector<Expr>& x) { return clip(x[0], -0.5, 0.5); },
+              [](const std::vector<Ref>& x) {
+                return map1(x, [](double a) { return a < -0.5 ? -0.5 : a > 0.5 ? 0.5 : a; });
+              }});
+ONYX_OP_CASE({"clip", "upper_only", {values({4}, {-3.0, 0.4, 1.2, 7.0})},
+              [](const std::vector<Expr>& x) { return clip(x[0], -std::numeric_limits<double>::infinity(), 1.0); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 1.0 ? 1.0 : a; }); }});
+ONYX_OP_CASE({"clip", "int", {ints({8}, -6, 6)},
+              [](const std::vector<Expr>& x) { return clip(x[0], -2, 3); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a < -2 ? -2.0 : a > 3 ? 3.0 : a; }); },
+              /*gradcheck=*/false});
+
+// -------------------------------------------------------------- comparisons
+// Outputs are bool (read back as 0/1). Values with repeats exercise equality.
+using Cmp = bool (*)(double, double);
+using BuildCmp = Expr (*)(Expr, Expr);
+using BuildCmpScalar = Expr (*)(Expr, double);
+
+// Three cases per comparison: broadcasting floats (with repeated values, so
+// equality occurs), a scalar right-hand side, and broadcasting int64.
+bool addComparisonCases(const char* op, BuildCmp build, BuildCmpScalar buildScalar, Cmp cmp) {
+  auto ref = [cmp](const std::vector<Ref>& x) { return refBroadcast(x, [cmp](V a) { return double(cmp(a[0], a[1])); }); };
+  std::vector<double> a = {-1.0, 0.5, 2.0, 0.5, 3.0, -2.0}, b = {0.5, 0.5, -2.0};
+  cases().push_back({op, "broadcast", {values({2, 3}, a), values({3}, b)},
+                     [build](const std::vector<Expr>& x) { return build(x[0], x[1]); }, ref, /*gradcheck=*/false});
+  cases().push_back({op, "scalar", {values({2, 3}, a)},
+                     [buildScalar](const std::vector<Expr>& x) { return buildScalar(x[0], 0.5); },
+                     [cmp](const std::vector<Ref>& x) {
+                       return refBroadcast(x, [cmp](V v) { return double(cmp(v[0], 0.5)); });
+                     },
+                     /*gradcheck=*/false});
+  cases().push_back({op, "int", {ints({3, 4}, -2, 2), ints({3, 1}, -2, 2)},
+                     [build](const std::vector<Expr>& x) { return build(x[0], x[1]); }, ref, /*gradcheck=*/false});
+  return true;
+}
+
+const bool kComparisonCases[] = {
+    addComparisonCases("lt", [](Expr a, Expr b) { return lt(a, b); }, [](Expr a, double b) { return lt(a, b); },
+                       [](double a, double b) { return a < b; }),
+    addComparisonCases("le", [](Expr a, Expr b) { return le(a, b); }, [](Expr a, double b) { return le(a, b); },
+                       [](double a, double b) { return a <= b; }),
+    addComparisonCases("gt", [](Expr a, Expr b) { return gt(a, b); }, [](Expr a, double b) { return gt(a, b); },
+                       [](double a, double b) { return a > b; }),
+    addComparisonCases("ge", [](Expr a, Expr b) { return ge(a, b); }, [](Expr a, double b) { return ge(a, b); },
+                       [](double a, double b) { return a >= b; }),
+    addComparisonCases("eq", [](Expr a, Expr b) { return eq(a, b); }, [](Expr a, double b) { return eq(a, b); },
+                       [](double a, double b) { return a == b; }),
+    addComparisonCases("ne", [](Expr a, Expr b) { return ne(a, b); }, [](Expr a, double b) { return ne(a, b); },
+                       [](double a, double b) { return a != b; }),
+};
+
+// -------------------------------------------------------------------- logic
+ONYX_OP_CASE({"logical_and", "broadcast", {bools({3, 4}), bools({4})},
+              [](const std::vector<Expr>& x) { return logical_and(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return double(a[0] != 0 && a[1] != 0); }); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"logical_or", "broadcast", {bools({3, 1}), bools({1, 4})},
+              [](const std::vector<Expr>& x) { return logical_or(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return double(a[0] != 0 || a[1] != 0); }); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"logical_xor", "broadcast", {bools({2, 3, 2}), bools({3, 1})},
+              [](const std::vector<Expr>& x) { return logical_xor(x[0], x[1]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return double((a[0] != 0) != (a[1] != 0)); }); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"logical_not", "matrix", {bools({3, 4})},
+              [](const std::vector<Expr>& x) { return logical_not(x[0]); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return double(a == 0); }); },
+              /*gradcheck=*/false});
+// Comparisons feeding logic: (x > 0) and not (x >= 1).
+ONYX_OP_CASE({"logical_not", "of_comparison", {values({5}, {-1.0, 0.5, 1.0, 0.0, 2.0})},
+              [](const std::vector<Expr>& x) { return logical_and(gt(x[0], 0.0), logical_not(ge(x[0], 1.0))); },
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return double(a > 0 && a < 1); }); },
+              /*gradcheck=*/false});
+
+// -------------------------------------------------------------------- where
+ONYX_OP_CASE({"where", "broadcast_all_three", {bools({3, 1}), in({1, 4}), in({3, 4})},
+              [](const std::vector<Expr>& x) { return where(x[0], x[1], x[2]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return a[0] != 0 ? a[1] : a[2]; }); }});
+ONYX_OP_CASE({"where", "scalar_else", {bools({2, 3}), in({2, 3})},
+              [](const std::vector<Expr>& x) { return where(x[0], x[1], -1.0); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return a[0] != 0 ? a[1] : -1.0; }); }});
+ONYX_OP_CASE({"where", "int", {bools({4}), ints({2, 4}, -9, 9), ints({2, 1}, -9, 9)},
+              [](const std::vector<Expr>& x) { return where(x[0], x[1], x[2]); },
+              [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return a[0] != 0 ? a[1] : a[2]; }); },
+              /*gradcheck=*/false});
+
 // cast to int64 and back truncates toward zero.
 ONYX_OP_CASE({"cast", "float_to_int_to_float", {in({6}, -5, 5)},
               [](const std::vector<Expr>& x) { return cast(cast(x[0], Type::int64), x[0]->value_type()); },

@@ -86,7 +86,7 @@ struct CaseRegistrar {
 #define ONYX_CASE_CAT(a, b) ONYX_CASE_CAT2(a, b)
 // ONYX_OP_CASE({ .op = ..., ... }) in a tests/ops/cases_*.cpp file.
 #define ONYX_OP_CASE(...) \
-  static ::onyx::test::CaseRegistrar ONYX_CASE_CAT(onyxCase_, __LINE__)(::onyx::test::OpCase __VA_ARGS__)
+  static ::onyx::test::CaseRegistrar ONYX_CASE_CAT(onyxCase_, __COUNTER__)(::onyx::test::OpCase __VA_ARGS__)
 
 // Reference helpers.
 Ref refLike(const Ref& a);  // same shape, zeros

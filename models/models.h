@@ -1,2 +1,0 @@
-// Model builders written with the graph API (see mlp.h, ...).
-#pragma once

@@ -1,0 +1,144 @@
+#include <onyx/backend/cpu/gemm.h>
+
+#include <cblas.h>
+
+#include <vector>
+
+#include <onyx/backend/cpu/element.h>
+
+namespace onyx {
+namespace host {
+
+namespace {
+
+// OpenBLAS runs a GEMM on one thread up to this many multiply-adds
+// (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in its interface/gemm.c), so
+// below it our own threads over the batch are the only parallelism there is.
+constexpr int64_t kBlasSingleThreadWork = 65536 * 4;
+
+// BLAS takes int dimensions.
+void checkBlasDims(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
+  const int64_t lim = INT32_MAX;
+  ONYX_CHECK(M <= lim && N <= lim && K <= lim && lda <= lim && ldb <= lim && ldc <= lim,
+             "gemm: dimensions ", M, "x", K, "x", N, " exceed the BLAS int range");
+}
+
+// Loop GEMM for types BLAS does not have. The k-before-j order reads rows of
+// B and C contiguously; one accumulator row per output row keeps float16
+// sums in float and integer sums in 64 bits.
+template <class T>
+void loopGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
+              const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
+  using Acc = std::conditional_t<std::is_floating_point<typename ComputeOf<T>::type>::value,
+                                 typename ComputeOf<T>::type, AccOf<T>>;
+  using Scale = std::conditional_t<std::is_floating_point<Acc>::value, Acc, double>;
+  parallelFor(M, M * N * (K + 1), [&](int64_t b, int64_t e) {
+    std::vector<Acc> acc(static_cast<size_t>(N));
+    for(int64_t i = b; i < e; ++i) {
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for(int64_t k = 0; k < K; ++k) {
+        Acc a = static_cast<Acc>(load(A, transA ? k * lda + i : i * lda + k));
+        if(!transB) {
+          const T* row = B + k * ldb;
+          for(int64_t j = 0; j < N; ++j) acc[j] += a * static_cast<Acc>(load(row, j));
+        } else {
+          for(int64_t j = 0; j < N; ++j) acc[j] += a * static_cast<Acc>(load(B, j * ldb + k));
+        }
+      }
+      T* c = C + i * ldc;
+      if constexpr(!std::is_floating_point<Acc>::value) {
+        // Exact (wrapping) integer result in the common case, no trip through double.
+        if(alpha == 1 && beta == 0) {
+          for(int64_t j = 0; j < N; ++j) c[j] = static_cast<T>(acc[j]);
+          continue;
+        }
+      }
+      for(int64_t j = 0; j < N; ++j) {
+        Scale v = static_cast<Scale>(alpha) * static_cast<Scale>(acc[j]);
+        if(beta != 0) v += static_cast<Scale>(beta) * static_cast<Scale>(load(c, j));
+        if constexpr(std::is_floating_point<Acc>::value) store(c, j, v);
+        else c[j] = castFromDouble<T>(static_cast<double>(v));
+      }
+    }
+  });
+}
+
+template <class T>
+void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
+              const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
+  if(M == 0 || N == 0) return;
+  if constexpr(std::is_same<T, float>::value || std::is_same<T, double>::value) {
+    if(K == 0) {
+      // The empty product: BLAS would reject lda = K = 0 as an invalid
+      // leading dimension instead of computing it.
+      for(int64_t i = 0; i < M; ++i)
+        for(int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? T(0) : static_cast<T>(beta * C[i * ldc + j]);
+      return;
+    }
+    checkBlasDims(M, N, K, lda, ldb, ldc);
+    auto ta = transA ? CblasTrans : CblasNoTrans;
+    auto tb = transB ? CblasTrans : CblasNoTrans;
+    int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+    if constexpr(std::is_same<T, float>::value)
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), A, static_cast<int>(lda), B,
+                  static_cast<int>(ldb), static_cast<float>(beta), C, static_cast<int>(ldc));
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C,
+                  static_cast<int>(ldc));
+  } else {
+    loopGemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
+  gemmImpl(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+template <class T>
+void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                 const T* A, int64_t lda, const int64_t* aOffsets, const T* B, int64_t ldb,
+                 const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets) {
+  if(batch <= 0) return;
+  int64_t work = M * N * K;
+  auto one = [&](int64_t i) {
+    gemmImpl(transA, transB, M, N, K, alpha, A + aOffsets[i], lda, B + bOffsets[i], ldb, beta, C + cOffsets[i], ldc);
+  };
+  if(batch > 1 && work < kBlasSingleThreadWork) {
+    // Each call is single-threaded in BLAS at this size; a nested region
+    // of the loop fallback runs on the calling thread (OpenMP nesting is off).
+    parallelFor(batch, batch * work, [&](int64_t b, int64_t e) {
+      for(int64_t i = b; i < e; ++i) one(i);
+    });
+  } else {
+    for(int64_t i = 0; i < batch; ++i) one(i);
+  }
+}
+
+#define ONYX_GEMM_INSTANTIATE(T)                                                                                  \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, double, const T*, int64_t, const T*, int64_t,     \
+                        double, T*, int64_t);                                                                     \
+  template void gemmBatched<T>(bool, bool, int64_t, int64_t, int64_t, int64_t, double, const T*, int64_t,        \
+                               const int64_t*, const T*, int64_t, const int64_t*, double, T*, int64_t,          \
+                               const int64_t*);
+
+ONYX_GEMM_INSTANTIATE(float)
+ONYX_GEMM_INSTANTIATE(double)
+ONYX_GEMM_INSTANTIATE(float16)
+ONYX_GEMM_INSTANTIATE(bfloat16)
+ONYX_GEMM_INSTANTIATE(int8_t)
+ONYX_GEMM_INSTANTIATE(int16_t)
+ONYX_GEMM_INSTANTIATE(int32_t)
+ONYX_GEMM_INSTANTIATE(int64_t)
+ONYX_GEMM_INSTANTIATE(uint8_t)
+ONYX_GEMM_INSTANTIATE(uint16_t)
+ONYX_GEMM_INSTANTIATE(uint32_t)
+ONYX_GEMM_INSTANTIATE(uint64_t)
+
+#undef ONYX_GEMM_INSTANTIATE
+
+}  // namespace host
+}  // namespace onyx

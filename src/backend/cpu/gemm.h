@@ -1,0 +1,27 @@
+// Row-major GEMM on the CPU:  C = alpha * op(A) * op(B) + beta * C
+// with op(A) [M, K], op(B) [K, N], C [M, N]. A is stored [M, K] (transA false)
+// or [K, M] (transA true) with row stride lda; likewise B with ldb, C with ldc.
+// float and double go to OpenBLAS; float16/bfloat16 compute in float and the
+// integer types in their 64-bit accumulator with plain loops. When beta is 0,
+// C is not read (it may hold garbage or NaN).
+#pragma once
+#include <cstdint>
+
+namespace onyx {
+namespace host {
+
+template <class T>
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, double beta, T* C, int64_t ldc);
+
+// `batch` independent GEMMs of one size; matrix i uses A + aOffsets[i],
+// B + bOffsets[i], C + cOffsets[i] (offsets in elements, so broadcast batch
+// dims simply repeat an offset). Small matrices are spread over threads; big
+// ones run one after the other and let the threaded BLAS split each.
+template <class T>
+void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
+                 const T* A, int64_t lda, const int64_t* aOffsets, const T* B, int64_t ldb,
+                 const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets);
+
+}  // namespace host
+}  // namespace onyx

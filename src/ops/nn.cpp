@@ -1,0 +1,448 @@
+// Neural-network ops: softmax, log_softmax, layer_norm, cross_entropy and the
+// dropout mask. Kernels are fused per row and numerically stable (the row max
+// is subtracted before exp; variance is two-pass); sums accumulate in double.
+// Backward rules are expressions, so they run on every device and can be
+// differentiated again.
+#include <onyx/ops/nn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <onyx/graph/node_initializers.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+
+namespace {
+
+// Checks `axis` against x's rank (x must have rank >= 1) and returns it in
+// [0, rank).
+int checkedAxis(InferCtx& c, const Shape& x, int64_t axis) {
+  int r = x.rank();
+  c.check(r >= 1, "needs an input of rank >= 1, got a scalar");
+  c.check(axis >= -r && axis < r, "axis ", axis, " is out of range for rank ", r, " (valid: ", -r, "..", r - 1, ")");
+  return static_cast<int>(axis < 0 ? axis + r : axis);
+}
+
+int normAxis(const Shape& x, int64_t axis) { return static_cast<int>(axis < 0 ? axis + x.rank() : axis); }
+
+// x viewed as [outer, n, inner] around one axis: line k (of outer * inner)
+// starts at (k / inner) * n * inner + k % inner and steps by inner.
+struct AxisLines {
+  int64_t outer = 1, n = 1, inner = 1;
+  AxisLines(const Shape& s, int axis) {
+    for(int i = 0; i < s.rank(); ++i) {
+      int64_t d = s.dims()[i];
+      if(i < axis) outer *= d;
+      else if(i == axis) n = d;
+      else inner *= d;
+    }
+  }
+  int64_t lines() const { return outer * inner; }
+  int64_t start(int64_t k) const { return (k / inner) * n * inner + k % inner; }
+};
+
+// Softmax or log-softmax of every line along `axis`. A line along a
+// non-trailing axis is strided; the common axis = -1 case is contiguous.
+template <class T>
+void softmaxLines(const TensorBase& xt, TensorBase& yt, int axis, bool logOut) {
+  using C = typename ComputeOf<T>::type;
+  AxisLines lines(xt.shape(), axis);
+  const T* x = xt.data<T>();
+  T* y = yt.data<T>();
+  const int64_t n = lines.n, st = lines.inner;
+  host::parallelFor(lines.lines(), xt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t k = b; k < e; ++k) {
+      const int64_t o = lines.start(k);
+      C m = -std::numeric_limits<C>::infinity();
+      for(int64_t j = 0; j < n; ++j) m = std::max(m, host::load(x, o + j * st));
+      double s = 0;
+      if(logOut) {
+        for(int64_t j = 0; j < n; ++j) s += std::exp(host::load(x, o + j * st) - m);
+        const C lse = m + static_cast<C>(std::log(s));
+        for(int64_t j = 0; j < n; ++j) host::store(y, o + j * st, host::load(x, o + j * st) - lse);
+      } else if constexpr(std::is_same<T, C>::value) {
+        // Full-precision output: keep exp(x - m) in y instead of computing it twice.
+        for(int64_t j = 0; j < n; ++j) {
+          C v = std::exp(x[o + j * st] - m);
+          y[o + j * st] = v;
+          s += v;
+        }
+        const C inv = static_cast<C>(1.0 / s);
+        for(int64_t j = 0; j < n; ++j) y[o + j * st] *= inv;
+      } else {
+        // float16/bfloat16: rounding exp(x - m) before the division would
+        // cost precision, so it is recomputed in float.
+        for(int64_t j = 0; j < n; ++j) s += std::exp(host::load(x, o + j * st) - m);
+        const C inv = static_cast<C>(1.0 / s);
+        for(int64_t j = 0; j < n; ++j) host::store(y, o + j * st, std::exp(host::load(x, o + j * st) - m) * inv);
+      }
+    }
+  });
+}
+
+void inferSoftmax(InferCtx& c) {
+  c.requireFloat(0);
+  checkedAxis(c, c.shapeOf(0), c.attrs.i("axis"));
+  infer::sameAsInput0(c);
+}
+
+KernelFn softmaxKernel(bool logOut) {
+  return [logOut](KernelCtx& c) {
+    int axis = normAxis(c.in[0]->shape(), c.attrs.i("axis"));
+    dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+      softmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis, logOut);
+    });
+  };
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ softmax
+
+// y = exp(x - max) / sum(exp(x - max)) along `axis`
+ONYX_OP(kSoftmax, "softmax")
+    .doc("y = exp(x) / sum(exp(x)) along axis (stable: the max is subtracted first)")
+    .inputs(1)
+    .attr("axis", int64_t(-1))
+    .infer(inferSoftmax)
+    .cpu(softmaxKernel(false))
+    // dx = y * (dy - sum(dy * y, axis))
+    .backward([](GradCtx& g) {
+      int axis = static_cast<int>(g.attrs.i("axis"));
+      Expr y = g.y();
+      g.add(0, y * (g.dy - sum(g.dy * y, std::vector<int>{axis}, true)));
+    })
+    // Opset 13 changed Softmax from "flatten to 2-D at axis" to "along one
+    // axis", which is this op; older opsets differ for rank > 2.
+    .onnx("Softmax", 13);
+
+Expr softmax(Expr x, int axis) { return x->graph()->make(kSoftmax, {x}, {{"axis", attr(axis)}}); }
+
+// y = x - max - log(sum(exp(x - max))) along `axis`
+ONYX_OP(kLogSoftmax, "log_softmax")
+    .doc("y = x - log(sum(exp(x))) along axis (stable: the max is subtracted first)")
+    .inputs(1)
+    .attr("axis", int64_t(-1))
+    .infer(inferSoftmax)
+    .cpu(softmaxKernel(true))
+    // dx = dy - softmax(x) * sum(dy, axis), with softmax(x) = exp(y)
+    .backward([](GradCtx& g) {
+      int axis = static_cast<int>(g.attrs.i("axis"));
+      g.add(0, g.dy - exp(g.y()) * sum(g.dy, std::vector<int>{axis}, true));
+    })
+    .onnx("LogSoftmax", 13);  // same opset-13 semantics change as Softmax
+
+Expr log_softmax(Expr x, int axis) { return x->graph()->make(kLogSoftmax, {x}, {{"axis", attr(axis)}}); }
+
+// --------------------------------------------------------------- layer_norm
+
+namespace {
+
+// Dims of x from `axis` to the end: the normalised block of each row.
+Shape::Dims trailingDims(const Shape& x, int axis) {
+  return Shape::Dims(x.dims().begin() + axis, x.dims().end());
+}
+
+// p (gamma or beta, right-aligned, broadcasting) expanded to the n values of
+// one normalised block.
+template <class T, class C>
+std::vector<C> expandToBlock(const TensorBase& p, const Shape::Dims& block, int64_t n) {
+  std::vector<C> out(static_cast<size_t>(n));
+  const T* pd = p.data<T>();
+  const Shape& ps = p.shape();
+  const auto pst = ps.strides();
+  const int br = static_cast<int>(block.size()), off = br - ps.rank();
+  for(int64_t j = 0; j < n; ++j) {
+    int64_t rem = j, idx = 0;
+    for(int k = br - 1; k >= 0; --k) {
+      int64_t i = rem % block[k];
+      rem /= block[k];
+      if(k >= off && ps.dims()[k - off] != 1) idx += i * pst[k - off];
+    }
+    out[static_cast<size_t>(j)] = host::load(pd, idx);
+  }
+  return out;
+}
+
+template <class T>
+void layerNormRows(KernelCtx& c) {
+  using C = typename ComputeOf<T>::type;
+  const TensorBase& xt = *c.in[0];
+  const int axis = normAxis(xt.shape(), c.attrs.i("axis"));
+  const double eps = c.attrs.f("epsilon");
+  const Shape::Dims block = trailingDims(xt.shape(), axis);
+  int64_t n = 1;
+  for(auto d : block) n *= d;
+  if(n == 0) return;
+  const int64_t rows = xt.size() / n;
+  const std::vector<C> gamma = expandToBlock<T, C>(*c.in[1], block, n);
+  const std::vector<C> beta = expandToBlock<T, C>(*c.in[2], block, n);
+  const T* x = xt.data<T>();
+  T* y = c.out.data<T>();
+  host::parallelFor(rows, xt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * n;
+      T* yr = y + r * n;
+      double s = 0;
+      for(int64_t j = 0; j < n; ++j) s += host::load(xr, j);
+      const double mean = s / double(n);
+      double v = 0;
+      for(int64_t j = 0; j < n; ++j) {
+        double d = host::load(xr, j) - mean;
+        v += d * d;
+      }
+      const C rstd = static_cast<C>(1.0 / std::sqrt(v / double(n) + eps));
+      const C mu = static_cast<C>(mean);
+      for(int64_t j = 0; j < n; ++j) {
+        size_t jj = static_cast<size_t>(j);
+        host::store(yr, j, (host::load(xr, j) - mu) * rstd * gamma[jj] + beta[jj]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+// y = (x - mean) / sqrt(var + epsilon) * gamma + beta, mean/var over dims axis..end
+ONYX_OP(kLayerNorm, "layer_norm")
+    .doc("y = (x - mean) / sqrt(var + epsilon) * gamma + beta, mean and var over the dims from axis to the end")
+    .inputs(3)
+    .attr("axis", int64_t(-1))
+    .attr("epsilon", 1e-5)
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      c.type = c.commonType();
+      const Shape& xs = c.shapeOf(0);
+      int axis = checkedAxis(c, xs, c.attrs.i("axis"));
+      Shape block(trailingDims(xs, axis));
+      const char* names[] = {"x", "gamma", "beta"};
+      for(size_t i = 1; i < 3; ++i) {
+        const Shape& p = c.shapeOf(i);
+        bool ok = p.rank() <= block.rank();
+        for(int k = 0; ok && k < p.rank(); ++k) {
+          int64_t d = p.dims()[k], want = block.dims()[block.rank() - p.rank() + k];
+          ok = d == want || d == 1;
+        }
+        c.check(ok, names[i], " of shape ", p, " does not broadcast to the normalised dims ", block,
+                " (x's dims from axis ", axis, " on)");
+      }
+      c.check(c.attrs.f("epsilon") >= 0, "epsilon must be >= 0, got ", c.attrs.f("epsilon"));
+      c.shape = xs;
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "layer_norm", [&](auto tag) { layerNormRows<typename decltype(tag)::type>(c); });
+    })
+    // With xhat = (x - mean) * rstd over the normalised dims (N elements):
+    //   dbeta = dy, dgamma = dy * xhat (GradCtx::add sums the broadcast dims),
+    //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      int axis = normAxis(x->shape(), g.attrs.i("axis"));
+      std::vector<int> axes;
+      double count = 1;
+      for(int a = axis; a < x->shape().rank(); ++a) {
+        axes.push_back(a);
+        count *= double(x->shape().dims()[a]);
+      }
+      Expr xc = x - sum(x, axes, true) / count;
+      Expr rstd = 1.0 / sqrt(sum(xc * xc, axes, true) / count + g.attrs.f("epsilon"));
+      Expr xhat = xc * rstd;
+      if(g.needs(1)) g.add(1, g.dy * xhat);
+      if(g.needs(2)) g.add(2, g.dy);
+      if(g.needs(0)) {
+        Expr dxhat = g.dy * g.x(1);
+        g.add(0, rstd * (dxhat - sum(dxhat, axes, true) / count - xhat * (sum(dxhat * xhat, axes, true) / count)));
+      }
+    })
+    // Same attribute names; Scale and B are required here (layer_norm(x)
+    // without them builds constants). The optional Mean/InvStdDev outputs are
+    // not produced.
+    .onnx("LayerNormalization", 17);
+
+Expr layer_norm(Expr x, Expr gamma, Expr beta, int axis, double eps) {
+  return x->graph()->make(kLayerNorm, {x, gamma, beta}, {{"axis", attr(axis)}, {"epsilon", attr(eps)}});
+}
+
+Expr layer_norm(Expr x, int axis, double eps) {
+  int r = x->shape().rank();
+  ONYX_CHECK(r >= 1 && axis >= -r && axis < r, "layer_norm: axis ", axis, " is out of range for input of shape ",
+             x->shape());
+  Shape block(trailingDims(x->shape(), axis < 0 ? axis + r : axis));
+  auto* graph = x->graph();
+  return layer_norm(x, graph->ones(block, x->value_type()), graph->zeros(block, x->value_type()), axis, eps);
+}
+
+// ------------------------------------------------------------ cross_entropy
+
+namespace {
+
+// "[i, j, ...]": the multi-index of flat position `flat` in `shape`.
+std::string indexString(const Shape& shape, int64_t flat) {
+  std::vector<int64_t> idx(static_cast<size_t>(shape.rank()));
+  for(int k = shape.rank() - 1; k >= 0; --k) {
+    idx[static_cast<size_t>(k)] = flat % shape.dims()[k];
+    flat /= shape.dims()[k];
+  }
+  std::string s = "[";
+  for(size_t k = 0; k < idx.size(); ++k) s += (k ? ", " : "") + std::to_string(idx[k]);
+  return s + "]";
+}
+
+template <class T, class L>
+void crossEntropyRows(KernelCtx& c) {
+  const TensorBase& lt = *c.in[0];
+  const TensorBase& labt = *c.in[1];
+  const int64_t classes = lt.shape().dims()[lt.shape().rank() - 1];
+  const int64_t rows = labt.size();
+  const L* labels = labt.data<L>();
+  // Checked up front, on one thread: an exception must not leave an OpenMP region.
+  for(int64_t r = 0; r < rows; ++r) {
+    int64_t l = static_cast<int64_t>(labels[r]);
+    if(l < 0 || l >= classes)
+      fail("cross_entropy: label ", l, " at index ", indexString(labt.shape(), r), " of the labels (shape ",
+           labt.shape(), ") is out of range for ", classes, " classes; labels must be in [0, ", classes, ")");
+  }
+  const double ls = c.attrs.f("label_smoothing");
+  const T* x = lt.data<T>();
+  T* y = c.out.data<T>();
+  host::parallelFor(rows, lt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * classes;
+      double m = -std::numeric_limits<double>::infinity();
+      for(int64_t j = 0; j < classes; ++j) m = std::max(m, double(host::load(xr, j)));
+      double s = 0, sx = 0;
+      for(int64_t j = 0; j < classes; ++j) {
+        double v = host::load(xr, j);
+        s += std::exp(v - m);
+        sx += v;
+      }
+      // -sum(q * (x - lse)) with sum(q) = 1: lse - (1 - ls) x[label] - ls/C sum(x)
+      const double lse = m + std::log(s);
+      double loss = lse - (1 - ls) * double(host::load(xr, static_cast<int64_t>(labels[r])));
+      if(ls != 0) loss -= ls / double(classes) * sx;
+      host::store(y, r, loss);
+    }
+  });
+}
+
+}  // namespace
+
+// y[...] = -sum_c q[..., c] * log_softmax(logits)[..., c], q = (1-ls) onehot(labels) + ls/C
+ONYX_OP(kCrossEntropy, "cross_entropy")
+    .doc("y = -sum(q * log_softmax(logits)) over the last axis, q = (1 - label_smoothing) * onehot(labels) + "
+         "label_smoothing / classes; labels int32/int64 with logits' shape minus the last dim")
+    .inputs(2)
+    .attr("label_smoothing", 0.0)
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      const Shape& ls = c.shapeOf(0);
+      const Shape& lb = c.shapeOf(1);
+      c.check(c.typeOf(1) == Type::int32 || c.typeOf(1) == Type::int64, "labels (input 1) have element type ",
+              c.typeOf(1), "; they must be class indices of type int32 or int64");
+      c.check(ls.rank() >= 1, "logits must have rank >= 1 (classes on the last axis), got a scalar");
+      c.check(ls.dims()[ls.rank() - 1] >= 1, "logits have no classes (last dim is 0)");
+      Shape want(Shape::Dims(ls.dims().begin(), ls.dims().end() - 1));
+      c.check(lb == want, "labels of shape ", lb, " do not match logits of shape ", ls, ": expected labels of shape ",
+              want, " (one class index per row of logits)");
+      double a = c.attrs.f("label_smoothing");
+      c.check(a >= 0 && a <= 1, "label_smoothing must be in [0, 1], got ", a);
+      c.shape = lb;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "cross_entropy", [&](auto tag) {
+        dispatchIndex(c.in[1]->type(), "cross_entropy labels", [&](auto ltag) {
+          crossEntropyRows<typename decltype(tag)::type, typename decltype(ltag)::type>(c);
+        });
+      });
+    })
+    // dlogits = (softmax(logits) - q) * dy[..., None]; labels are not differentiable.
+    .backward([](GradCtx& g) {
+      if(!g.needs(0)) return;
+      Expr logits = g.x(0), labels = g.x(1);
+      const int64_t classes = logits->shape().dims()[logits->shape().rank() - 1];
+      std::vector<int64_t> column = labels->shape().vec();
+      column.push_back(1);
+      std::vector<int64_t> ids(static_cast<size_t>(classes));
+      std::iota(ids.begin(), ids.end(), int64_t(0));
+      Expr classIds = g.graph.constant(Shape({classes}), inits::fromVector(ids), labels->value_type());
+      Expr q = cast(eq(reshape(labels, column), classIds), logits->value_type());
+      double a = g.attrs.f("label_smoothing");
+      if(a != 0) q = q * (1 - a) + a / double(classes);
+      g.add(0, (softmax(logits, -1) - q) * reshape(g.dy, column));
+    })
+    // SoftmaxCrossEntropyLoss differs in three ways the exporter must bridge:
+    // its default reduction is "mean" (export sets reduction="none"), its class
+    // axis is 1 (logits of rank > 2 need a Transpose moving the last axis to 1),
+    // and it has no label smoothing (label_smoothing != 0 exports as the
+    // composite -sum(q * LogSoftmax(logits))).
+    .onnx("SoftmaxCrossEntropyLoss", 12);
+
+Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing) {
+  return logits->graph()->make(kCrossEntropy, {logits, labels}, {{"label_smoothing", attr(labelSmoothing)}});
+}
+
+// ------------------------------------------------------------------ dropout
+
+// y[i] = bernoulli(1 - p) / (1 - p)
+ONYX_OP(kDropoutMask, "dropout_mask")
+    .doc("y[i] = 1 / (1 - p) with probability 1 - p, else 0: an inverted-dropout mask of shape `shape`, type `to`")
+    .inputs(0)
+    .attr("shape", IntList{})
+    .attr("p", 0.5)
+    .attr("to", int64_t(Type::float32))
+    .stochastic()
+    .infer([](InferCtx& c) {
+      Type to = static_cast<Type>(c.attrs.i("to"));
+      c.check(isFloat(to), "mask element type ", to, " is not a floating-point type");
+      double p = c.attrs.f("p");
+      c.check(p >= 0 && p < 1, "drop probability p must be in [0, 1), got ", p);
+      const IntList& s = c.attrs.ints("shape");
+      for(auto d : s) c.check(d >= 0, "shape ", attrToString(s), " has a negative dimension");
+      c.shape = Shape(Shape::Dims(s.begin(), s.end()));
+      c.type = to;
+    })
+    .cpu([](KernelCtx& c) {
+      const double p = c.attrs.f("p");
+      dispatchFloat(c.out.type(), "dropout_mask", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = typename ComputeOf<T>::type;
+        const C scale = static_cast<C>(1.0 / (1.0 - p));
+        T* y = c.out.data<T>();
+        // One sequential stream from the graph's generator: the mask depends
+        // on the seed only, not on the number of threads.
+        for(int64_t i = 0; i < c.out.size(); ++i) {
+          double u = static_cast<double>(c.rng() >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+          host::store(y, i, u >= p ? scale : C(0));
+        }
+      });
+    })
+    .notDifferentiable("a random mask with no inputs; dropout's gradient flows through the mul by the mask")
+    // Export is for inference, where dropout() builds no mask at all. ONNX's
+    // own Dropout draws its mask inside the node, so a mask shared between
+    // forward and backward has no ONNX equivalent; the importer maps ONNX
+    // Dropout to dropout().
+    .noOnnx("training-time random mask; dropout is the identity in the inference graphs that export");
+
+Expr dropout_mask(ExpressionGraph* graph, const Shape& shape, float p, Type type) {
+  if(type == Type::undefined) type = graph->getDefaultElementType();
+  Expr m = graph->make(kDropoutMask, std::vector<Expr>(),
+                       {{"shape", attr(shape.vec())}, {"p", attr(p)}, {"to", int64_t(type)}});
+  // A checkpointing graph recomputes freed values; a redrawn mask would no
+  // longer match the forward pass, so this one is always kept.
+  m->markCheckpoint();
+  return m;
+}
+
+Expr dropout(Expr x, float p, bool training) {
+  if(!training || p == 0 || x->graph()->isInference()) return x;
+  return x * dropout_mask(x->graph(), x->shape(), p, x->value_type());
+}
+
+}  // namespace onyx

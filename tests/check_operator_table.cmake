@@ -1,0 +1,8 @@
+execute_process(COMMAND ${OPS} --markdown OUTPUT_VARIABLE generated RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "onyx-ops failed: ${rc}")
+endif()
+file(READ ${DOC} current)
+if(NOT generated STREQUAL current)
+  message(FATAL_ERROR "docs/operators.md is out of date: run build/tools/onyx-ops --markdown > docs/operators.md")
+endif()

@@ -1,0 +1,270 @@
+// Harness cases for src/ops/nn.cpp. References are plain loops over doubles.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/harness.h"
+
+namespace onyx {
+namespace test {
+namespace {
+
+using Xs = const std::vector<Expr>&;
+using Rs = const std::vector<Ref>&;
+
+int64_t prodOf(const std::vector<int64_t>& d, size_t from, size_t to) {
+  int64_t p = 1;
+  for(size_t i = from; i < to; ++i) p *= d[i];
+  return p;
+}
+
+// Softmax / log-softmax of every line of x along `axis`.
+Ref refSoftmax(const Ref& x, int axis, bool logOut) {
+  size_t r = x.shape.size();
+  size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int>(r) : axis);
+  int64_t outer = prodOf(x.shape, 0, a), n = x.shape[a], inner = prodOf(x.shape, a + 1, r);
+  Ref y = refLike(x);
+  for(int64_t o = 0; o < outer; ++o)
+    for(int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return o * n * inner + j * inner + i; };
+      double m = -std::numeric_limits<double>::infinity();
+      for(int64_t j = 0; j < n; ++j) m = std::max(m, x[at(j)]);
+      double s = 0;
+      for(int64_t j = 0; j < n; ++j) s += std::exp(x[at(j)] - m);
+      for(int64_t j = 0; j < n; ++j)
+        y[at(j)] = logOut ? x[at(j)] - m - std::log(s) : std::exp(x[at(j)] - m) / s;
+    }
+  return y;
+}
+
+// p broadcast (numpy rules) to `shape`.
+Ref refExpand(const Ref& p, const std::vector<int64_t>& shape) {
+  return refBroadcast({refOfShape(shape), p}, [](const std::vector<double>& a) { return a[1]; });
+}
+
+// Layer norm over the dims from `axis` on; gamma/beta null means 1/0.
+Ref refLayerNorm(const Ref& x, const Ref* gamma, const Ref* beta, int axis, double eps) {
+  size_t r = x.shape.size();
+  size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int>(r) : axis);
+  std::vector<int64_t> block(x.shape.begin() + static_cast<long>(a), x.shape.end());
+  int64_t n = prodOf(block, 0, block.size()), rows = x.size() / n;
+  Ref g = gamma ? refExpand(*gamma, block) : refExpand(Ref{{}, {1.0}}, block);
+  Ref b = beta ? refExpand(*beta, block) : refExpand(Ref{{}, {0.0}}, block);
+  Ref y = refLike(x);
+  for(int64_t row = 0; row < rows; ++row) {
+    double mean = 0, var = 0;
+    for(int64_t j = 0; j < n; ++j) mean += x[row * n + j];
+    mean /= double(n);
+    for(int64_t j = 0; j < n; ++j) var += (x[row * n + j] - mean) * (x[row * n + j] - mean);
+    var /= double(n);
+    for(int64_t j = 0; j < n; ++j) y[row * n + j] = (x[row * n + j] - mean) / std::sqrt(var + eps) * g[j] + b[j];
+  }
+  return y;
+}
+
+// Explicit int64 labels.
+InputSpec labelValues(std::vector<int64_t> shape, std::vector<double> v) {
+  InputSpec s = ints(std::move(shape), 0, 0);
+  s.values = std::move(v);
+  return s;
+}
+
+// -sum_c q_c log_softmax(x)_c per row, q = (1 - ls) onehot + ls / C.
+Ref refCrossEntropy(const Ref& logits, const Ref& labels, double ls) {
+  int64_t classes = logits.shape.back();
+  Ref y = refOfShape(labels.shape);
+  for(int64_t row = 0; row < labels.size(); ++row) {
+    const double* x = &logits.v[static_cast<size_t>(row * classes)];
+    double m = *std::max_element(x, x + classes), s = 0;
+    for(int64_t c = 0; c < classes; ++c) s += std::exp(x[c] - m);
+    double lse = m + std::log(s), loss = 0;
+    for(int64_t c = 0; c < classes; ++c) {
+      double q = (1 - ls) * (c == static_cast<int64_t>(labels[row]) ? 1.0 : 0.0) + ls / double(classes);
+      loss -= q * (x[c] - lse);
+    }
+    y[row] = loss;
+  }
+  return y;
+}
+
+// ------------------------------------------------------------------ softmax
+
+ONYX_OP_CASE({"softmax", "axis0_3d", {in({3, 2, 4}, -3, 3)},
+              [](Xs x) { return softmax(x[0], 0); },
+              [](Rs x) { return refSoftmax(x[0], 0, false); }});
+ONYX_OP_CASE({"softmax", "axis1_3d", {in({2, 3, 4}, -3, 3)},
+              [](Xs x) { return softmax(x[0], 1); },
+              [](Rs x) { return refSoftmax(x[0], 1, false); }});
+ONYX_OP_CASE({"softmax", "last_axis_3d", {in({2, 3, 4}, -3, 3)},
+              [](Xs x) { return softmax(x[0]); },
+              [](Rs x) { return refSoftmax(x[0], -1, false); }});
+// exp(1000) overflows even float64: the kernel must subtract the max first.
+ONYX_OP_CASE({"softmax", "large_logits_finite",
+              {values({2, 4}, {1000, 1001, 999, 998, -1000, 0, 1000, 1000.5})},
+              [](Xs x) { return softmax(x[0]); },
+              [](Rs x) { return refSoftmax(x[0], -1, false); }});
+
+ONYX_OP_CASE({"log_softmax", "axis0_3d", {in({3, 2, 4}, -3, 3)},
+              [](Xs x) { return log_softmax(x[0], 0); },
+              [](Rs x) { return refSoftmax(x[0], 0, true); }});
+ONYX_OP_CASE({"log_softmax", "axis1_3d", {in({2, 3, 4}, -3, 3)},
+              [](Xs x) { return log_softmax(x[0], 1); },
+              [](Rs x) { return refSoftmax(x[0], 1, true); }});
+ONYX_OP_CASE({"log_softmax", "last_axis_3d", {in({2, 3, 4}, -3, 3)},
+              [](Xs x) { return log_softmax(x[0], -1); },
+              [](Rs x) { return refSoftmax(x[0], -1, true); }});
+ONYX_OP_CASE({"log_softmax", "large_logits_finite",
+              {values({2, 4}, {1000, 1001, 999, 998, -1000, 0, 1000, 1000.5})},
+              [](Xs x) { return log_softmax(x[0]); },
+              [](Rs x) { return refSoftmax(x[0], -1, true); },
+              true, /*rtol=*/1e-5, /*atol=*/1e-4});
+
+// --------------------------------------------------------------- layer_norm
+
+ONYX_OP_CASE({"layer_norm", "2d_last_axis", {in({4, 6}, -2, 2), in({6}, 0.5, 1.5), in({6})},
+              [](Xs x) { return layer_norm(x[0], x[1], x[2]); },
+              [](Rs x) { return refLayerNorm(x[0], &x[1], &x[2], -1, 1e-5); }});
+ONYX_OP_CASE({"layer_norm", "3d_last_axis", {in({2, 3, 5}, -2, 2), in({5}, 0.5, 1.5), in({5})},
+              [](Xs x) { return layer_norm(x[0], x[1], x[2], -1, 1e-3); },
+              [](Rs x) { return refLayerNorm(x[0], &x[1], &x[2], -1, 1e-3); }});
+// Normalises over the last two dims; gamma covers both, beta broadcasts over one.
+ONYX_OP_CASE({"layer_norm", "3d_axis1_broadcast_params", {in({2, 3, 4}, -2, 2), in({3, 4}, 0.5, 1.5), in({4})},
+              [](Xs x) { return layer_norm(x[0], x[1], x[2], 1); },
+              [](Rs x) { return refLayerNorm(x[0], &x[1], &x[2], 1, 1e-5); }});
+ONYX_OP_CASE({"layer_norm", "no_affine_overload", {in({3, 5}, -2, 2)},
+              [](Xs x) { return layer_norm(x[0]); },
+              [](Rs x) { return refLayerNorm(x[0], nullptr, nullptr, -1, 1e-5); }});
+
+// ------------------------------------------------------------ cross_entropy
+
+ONYX_OP_CASE({"cross_entropy", "2d_int64", {in({4, 5}, -3, 3), ints({4}, 0, 4)},
+              [](Xs x) { return cross_entropy(x[0], x[1]); },
+              [](Rs x) { return refCrossEntropy(x[0], x[1], 0); }});
+ONYX_OP_CASE({"cross_entropy", "3d_label_smoothing", {in({2, 3, 5}, -3, 3), ints({2, 3}, 0, 4)},
+              [](Xs x) { return cross_entropy(x[0], x[1], 0.1f); },
+              [](Rs x) { return refCrossEntropy(x[0], x[1], double(0.1f)); }});
+ONYX_OP_CASE({"cross_entropy", "int32_labels_smoothing", {in({3, 4}, -3, 3), ints({3}, 0, 3)},
+              [](Xs x) { return cross_entropy(x[0], cast(x[1], Type::int32), 0.25f); },
+              [](Rs x) { return refCrossEntropy(x[0], x[1], 0.25); }});
+ONYX_OP_CASE({"cross_entropy", "large_logits_finite",
+              {values({2, 3}, {1000, -1000, 999, 0, 1000, 1000.5}), labelValues({2}, {2, 1})},
+              [](Xs x) { return cross_entropy(x[0], x[1]); },
+              [](Rs x) { return refCrossEntropy(x[0], x[1], 0); },
+              true, /*rtol=*/1e-4, /*atol=*/1e-3});
+
+// ------------------------------------------------------------------ dropout
+
+// The mask alone: every value 0 or 1/(1-p), about a fraction p of zeros.
+ONYX_OP_CASE({"dropout_mask", "values_and_rate", {constantInput(in({100, 200}))},
+              [](Xs x) { return dropout_mask(x[0]->graph(), x[0]->shape(), 0.25f, x[0]->value_type()); },
+              nullptr, /*gradcheck=*/false, 1e-4, 1e-5, 1e-6, /*stochastic=*/true,
+              [](const Ref& out, Rs ins) {
+                ASSERT_EQ(out.shape, ins[0].shape);
+                int64_t zeros = 0;
+                for(int64_t i = 0; i < out.size(); ++i) {
+                  ASSERT_TRUE(out[i] == 0 || std::fabs(out[i] - 4.0 / 3.0) < 1e-12) << "mask[" << i << "] = " << out[i];
+                  zeros += out[i] == 0;
+                }
+                EXPECT_NEAR(double(zeros) / double(out.size()), 0.25, 0.02);  // 6 sigma for 20000 draws
+              }});
+// dropout(x) = x * mask: forward values are 0 or x/(1-p). The gradient check
+// only passes if backward multiplies by the mask the forward pass drew (every
+// harness graph starts from the same seed, so the numeric runs redraw it).
+ONYX_OP_CASE({"mul", "dropout_backward_uses_forward_mask", {in({8, 6})},
+              [](Xs x) { return dropout(x[0], 0.5f); },
+              nullptr, /*gradcheck=*/true, 1e-4, 1e-5, 1e-6, /*stochastic=*/true,
+              [](const Ref& out, Rs ins) {
+                ASSERT_EQ(out.shape, ins[0].shape);
+                int64_t zeros = 0;
+                for(int64_t i = 0; i < out.size(); ++i) {
+                  ASSERT_TRUE(out[i] == 0 || std::fabs(out[i] - 2 * ins[0][i]) < 1e-12)
+                      << "y[" << i << "] = " << out[i] << " for x = " << ins[0][i];
+                  zeros += out[i] == 0;
+                }
+                EXPECT_GT(zeros, 0);
+                EXPECT_LT(zeros, out.size());
+              }});
+
+// ------------------------------------------------------- unit tests (errors, modes)
+
+Ptr<ExpressionGraph> cpuGraph() {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  return g;
+}
+
+TEST(NnOps, CrossEntropyOutOfRangeLabelNamesIt) {
+  auto g = cpuGraph();
+  auto logits = g->constant({2, 3}, inits::fromValue(0.5));
+  auto loss = cross_entropy(logits, g->indices(std::vector<int64_t>{0, 3}));
+  try {
+    g->forward();
+    FAIL() << "an out-of-range label must throw";
+  } catch(const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("label 3"), std::string::npos) << m;
+    EXPECT_NE(m.find("[1]"), std::string::npos) << m;
+    EXPECT_NE(m.find("3 classes"), std::string::npos) << m;
+  }
+  g->clear();
+  auto neg = cross_entropy(g->constant({2, 3}, inits::fromValue(0.5)), g->indices(std::vector<int64_t>{-1, 0}));
+  EXPECT_THROW(g->forward(), Error);
+  (void)neg;
+  (void)loss;
+}
+
+TEST(NnOps, CrossEntropyLabelShapeMismatchIsError) {
+  auto g = cpuGraph();
+  auto logits = g->constant({2, 3}, inits::fromValue(0.5));
+  EXPECT_THROW(cross_entropy(logits, g->indices(std::vector<int64_t>{0, 1, 2})), Error);
+}
+
+TEST(NnOps, LayerNormBadGammaShapeIsError) {
+  auto g = cpuGraph();
+  auto x = g->constant({2, 4}, inits::fromValue(1));
+  EXPECT_THROW(layer_norm(x, g->ones({3}), g->zeros({4})), Error);
+}
+
+TEST(NnOps, DropoutIsIdentityInInferenceAndForZeroRate) {
+  auto g = cpuGraph();
+  auto x = g->constant({4, 4}, inits::fromValue(1));
+  EXPECT_EQ(dropout(x, 0.f), x);
+  EXPECT_EQ(dropout(x, 0.5f, /*training=*/false), x);
+  g->setInference(true);
+  EXPECT_EQ(dropout(x, 0.5f), x);
+  g->setInference(false);
+  EXPECT_NE(dropout(x, 0.5f), x);
+  EXPECT_THROW(dropout(x, 1.f), Error);
+}
+
+TEST(NnOps, DropoutMasksAreNeverMerged) {
+  auto g = cpuGraph();
+  auto a = dropout_mask(g.get(), {1000}, 0.5f, Type::float32);
+  auto b = dropout_mask(g.get(), {1000}, 0.5f, Type::float32);
+  ASSERT_NE(a, b);
+  g->forward();
+  EXPECT_NE(a->val()->toVector<float>(), b->val()->toVector<float>());
+}
+
+// With checkpointing, values are freed after their last forward use and
+// recomputed for backward; the mask must not be redrawn.
+TEST(NnOps, DropoutMaskSurvivesCheckpointing) {
+  auto g = cpuGraph();
+  g->setCheckpointing(true);
+  auto x = g->param("x", {2000}, inits::fromValue(1));
+  auto y = dropout(x, 0.5f);
+  y->markCheckpoint();
+  auto loss = sum(y * 3.0);
+  g->forward();
+  g->backward(loss);
+  auto yv = y->val()->toVector<float>();
+  auto gx = x->grad()->toVector<float>();
+  ASSERT_EQ(yv.size(), gx.size());
+  for(size_t i = 0; i < yv.size(); ++i) ASSERT_FLOAT_EQ(gx[i], 3 * yv[i]) << i;  // d/dx (3 x m) = 3 m = 3 y at x = 1
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace onyx

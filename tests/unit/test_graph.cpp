@@ -1,0 +1,242 @@
+// ExpressionGraph semantics: the seed example, params across clear(),
+// stale expressions, CSE, inputs, errors that name the op and shapes,
+// memory planning and checkpointing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <onyx/onyx.h>
+
+namespace onyx {
+namespace {
+
+Ptr<ExpressionGraph> newGraph() {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  g->reserveWorkspaceMB(8);
+  return g;
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch(const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Graph, SeedExampleValues) {
+  auto graph = newGraph();
+  auto x = graph->param("x", {1, 1}, inits::fromValue(2));
+  auto y = graph->constant({1, 1}, inits::fromValue(3));
+  auto z = x * y + sin(x);
+  graph->forward();
+  EXPECT_NEAR(z->val()->scalar<double>(), 6.0 + std::sin(2.0), 1e-6);
+  graph->backward();
+  EXPECT_NEAR(x->grad()->scalar<double>(), 3.0 + std::cos(2.0), 1e-6);
+  auto loss = abs(graph->constant({1, 1}, inits::fromValue(6)) - z);
+  graph->backprop();
+  Optimizer<Sgd>(0.005)->update(graph);
+  EXPECT_NEAR(x->val()->scalar<double>(), 2.0 - 0.005 * (3.0 + std::cos(2.0)), 1e-6);
+  (void)loss;
+}
+
+TEST(Graph, ParamsPersistAcrossClear) {
+  auto g = newGraph();
+  auto w = g->param("w", {2, 2}, inits::fromValue(1));
+  EXPECT_EQ(g->param("w", {2, 2}, inits::fromValue(5)), w);  // same param, init ignored
+  w->val()->set(3.0);
+  g->clear();
+  auto w2 = g->param("w", {2, 2}, inits::zeros());
+  EXPECT_EQ(w2->val()->toVector<float>(), std::vector<float>(4, 3.f));
+  EXPECT_EQ(g->params()->size(), 1u);
+  std::string m = errorOf([&] { g->param("w", {3, 2}, inits::zeros()); });
+  EXPECT_NE(m.find("param 'w'"), std::string::npos) << m;
+  EXPECT_NE(m.find("2x2"), std::string::npos) << m;
+  EXPECT_NE(m.find("3x2"), std::string::npos) << m;
+}
+
+TEST(Graph, StaleExpressionAfterClearIsAnError) {
+  auto g = newGraph();
+  auto a = g->constant({2}, inits::ones());
+  auto b = a + a;
+  g->clear();
+  std::string m = errorOf([&] { (void)b->shape(); });
+  EXPECT_NE(m.find("cleared"), std::string::npos) << m;
+  // New nodes reuse the memory, but the old handle still does not validate.
+  auto c = g->constant({2}, inits::ones());
+  (void)c;
+  EXPECT_FALSE(b.valid());
+}
+
+TEST(Graph, CommonSubexpressionsAreShared) {
+  auto g = newGraph();
+  auto x = g->param("x", {3}, inits::ones());
+  auto a = sin(x);
+  auto b = sin(x);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(sum(x, {0}, true), sum(x, {0}, false));  // attributes differ
+}
+
+TEST(Graph, GradientsAccumulateOverUses) {
+  auto g = newGraph();
+  auto x = g->param("x", {3}, inits::fromVector(std::vector<float>{1, 2, 3}));
+  auto y = sum(x * x + x);  // dy/dx = 2x + 1
+  g->forward();
+  g->backward(y);
+  EXPECT_EQ(x->grad()->toVector<float>(), (std::vector<float>{3, 5, 7}));
+  // A second backward overwrites rather than adds.
+  g->backward(y);
+  EXPECT_EQ(x->grad()->toVector<float>(), (std::vector<float>{3, 5, 7}));
+}
+
+TEST(Graph, FrozenParamGetsNoGradient) {
+  auto g = newGraph();
+  auto w = g->param("w", {2}, inits::ones());
+  auto f = g->param("f", {2}, inits::ones(), /*trainable=*/false);
+  auto y = sum(w * f * 2.0);
+  g->backprop();
+  EXPECT_EQ(w->grad()->toVector<float>(), (std::vector<float>{2, 2}));
+  EXPECT_FALSE(f->grad());
+  (void)y;
+}
+
+TEST(Graph, InputsRebindBetweenRuns) {
+  auto g = newGraph();
+  auto x = g->input("x", {2});
+  auto y = x * 2.0;
+  x->bind(TensorBase::fromVector<float>({2}, {1, 2}));
+  g->forward();
+  EXPECT_EQ(y->val()->toVector<float>(), (std::vector<float>{2, 4}));
+  g->bindInput("x", TensorBase::fromVector<float>({2}, {5, 6}));
+  g->forward();
+  EXPECT_EQ(y->val()->toVector<float>(), (std::vector<float>{10, 12}));
+  std::string m = errorOf([&] { x->bind(TensorBase::fromVector<float>({3}, {1, 2, 3})); });
+  EXPECT_NE(m.find("input 'x'"), std::string::npos) << m;
+  EXPECT_NE(m.find("shape 2"), std::string::npos) << m;
+  auto g2 = newGraph();
+  auto unbound = g2->input("u", {1});
+  auto z = unbound + 1.0;
+  (void)z;
+  m = errorOf([&] { g2->forward(); });
+  EXPECT_NE(m.find("input 'u' has no value"), std::string::npos) << m;
+}
+
+TEST(Graph, BadInputErrorsNameOpShapesAndFix) {
+  auto g = newGraph();
+  auto a = g->constant({2, 3}, inits::ones());
+  auto b = g->constant({4}, inits::ones());
+  std::string m = errorOf([&] { (void)(a + b); });
+  EXPECT_NE(m.find("add:"), std::string::npos) << m;
+  EXPECT_NE(m.find("2x3"), std::string::npos) << m;
+  EXPECT_NE(m.find("must match or be 1"), std::string::npos) << m;
+
+  m = errorOf([&] { (void)sum(a, 5); });
+  EXPECT_NE(m.find("sum:"), std::string::npos) << m;
+  EXPECT_NE(m.find("axis 5"), std::string::npos) << m;
+
+  auto i = g->constant({2}, inits::ones(), Type::int64);
+  m = errorOf([&] { (void)sin(i); });
+  EXPECT_NE(m.find("sin:"), std::string::npos) << m;
+  EXPECT_NE(m.find("int64"), std::string::npos) << m;
+  EXPECT_NE(m.find("cast"), std::string::npos) << m;
+
+  auto f64 = g->constant({2, 3}, inits::ones(), Type::float64);
+  m = errorOf([&] { (void)(a * f64); });
+  EXPECT_NE(m.find("float32"), std::string::npos) << m;
+  EXPECT_NE(m.find("float64"), std::string::npos) << m;
+
+  m = errorOf([&] { (void)reshape(a, Shape{4, 2}); });
+  EXPECT_NE(m.find("reshape:"), std::string::npos) << m;
+  EXPECT_NE(m.find("6 elements"), std::string::npos) << m;
+
+  // A failed build leaves the graph usable.
+  auto ok = a * 2.0;
+  g->forward();
+  EXPECT_EQ(ok->val()->toVector<float>(), std::vector<float>(6, 2.f));
+}
+
+TEST(Graph, DeviceAndBackwardMisuseAreErrors) {
+  auto g = New<ExpressionGraph>();
+  EXPECT_NE(errorOf([&] { g->setDevice({0, DeviceType::gpu}); }).find("GPU"), std::string::npos);
+  auto x = g->param("x", {1}, inits::ones());
+  auto y = x * 2.0;
+  g->setInference(true);
+  EXPECT_NE(errorOf([&] { g->backward(); }).find("inference"), std::string::npos);
+  (void)y;
+}
+
+TEST(Graph, GraphvizListsNodesAndEdges) {
+  auto g = newGraph();
+  auto x = g->param("x", {1, 1}, inits::fromValue(2));
+  auto y = g->constant({1, 1}, inits::fromValue(3));
+  auto z = x * y + sin(x);
+  std::string dot = g->graphviz();
+  EXPECT_EQ(dot.rfind("digraph ExpressionGraph {", 0), 0u);
+  EXPECT_NE(dot.find("param ("), std::string::npos);
+  EXPECT_NE(dot.find("sin ("), std::string::npos);
+  EXPECT_NE(dot.find("add ("), std::string::npos);
+  size_t edges = 0;
+  for(size_t p = dot.find("->"); p != std::string::npos; p = dot.find("->", p + 1)) ++edges;
+  EXPECT_EQ(edges, 5u);  // x->mul, y->mul, x->sin, mul->add, sin->add
+  (void)z;
+}
+
+// Inference frees values after their last consumer; training keeps them.
+TEST(Memory, InferenceFreesIntermediates) {
+  auto run = [](bool inference) {
+    auto g = newGraph();
+    g->setInference(inference);
+    auto x = g->constant({256, 256}, inits::ones());
+    Expr h = x;
+    for(int i = 0; i < 20; ++i) h = sin(h) * 0.5 + 0.1 * i;
+    g->resetPeakMemory();
+    g->forward();
+    return std::make_pair(g->memoryStats().peakBytes, h->val()->toVector<float>());
+  };
+  auto train = run(false), infer = run(true);
+  EXPECT_EQ(train.second, infer.second);
+  EXPECT_LT(infer.first * 5, train.first) << "inference peak " << infer.first << " vs training " << train.first;
+}
+
+// Checkpointing: same gradients, less memory at the peak of backward.
+TEST(Memory, CheckpointingRecomputesAndSavesMemory) {
+  auto run = [](bool checkpointing) {
+    auto g = newGraph();
+    g->setCheckpointing(checkpointing);
+    auto w = g->param("w", {128, 128}, inits::uniform(-1, 1));
+    Expr h = w;
+    for(int i = 0; i < 40; ++i) {
+      h = sin(h * 1.1) + h * 0.5;
+      if(i % 8 == 7) h = checkpoint(h);
+    }
+    auto loss = sum(h);
+    g->resetPeakMemory();
+    g->forward();
+    g->backward(loss);
+    return std::make_pair(g->memoryStats().peakBytes, w->grad()->toVector<float>());
+  };
+  auto plain = run(false), ckpt = run(true);
+  EXPECT_EQ(plain.second, ckpt.second);
+  EXPECT_LT(ckpt.first * 2, plain.first) << "checkpointed peak " << ckpt.first << " vs " << plain.first;
+}
+
+TEST(Graph, NodeConstructionIsArenaBacked) {
+  // Rebuilding the same graph reuses the node pool: ids restart, nothing leaks.
+  auto g = newGraph();
+  auto w = g->param("w", {4}, inits::ones());
+  size_t first = 0;
+  for(int step = 0; step < 3; ++step) {
+    g->clear();
+    auto x = g->param("w", {4}, inits::ones());
+    Expr h = x;
+    for(int i = 0; i < 100; ++i) h = h * 1.01 + 0.5;
+    if(step == 0) first = g->size();
+    EXPECT_EQ(g->size(), first);
+  }
+  (void)w;
+}
+
+}  // namespace
+}  // namespace onyx
