@@ -33,7 +33,7 @@ Dataset twoSpirals(int64_t perClass, double noise, uint64_t seed);
 
 struct TrainOptions {
   int steps = 300;
-  double lr = 0.01;
+  double lr = 0.03;
   bool verbose = false;
 };
 

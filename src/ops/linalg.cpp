@@ -128,20 +128,35 @@ void runMatmul(const MatmulDims& d, double alpha, const T* A, const T* B, double
 
 Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha);
 
+Shape withoutDim(const Shape& s, int axis) {
+  Shape::Dims d = s.dims();
+  d.erase(d.begin() + s.axis(axis));
+  return Shape(d);
+}
+
 // Gradients of y = alpha * op(a) . op(b) for inputs 0 (a) and 1 (b). The
-// rule works on the promoted 2-D forms so vectors need no case of their own;
-// g.add sums each result down to its operand's shape (broadcast batch dims,
-// the dim added to a vector).
+// rule works on the promoted 2-D forms, drops the dim added to a vector
+// operand, and lets g.add sum the broadcast batch dims.
 void matmulGrads(GradCtx& g, const MatmulDims& d, double alpha) {
   Expr a = g.x(0), b = g.x(1);
   if(d.aVec) a = reshape(a, Shape{1, d.K});
   if(d.bVec) b = reshape(b, Shape{d.K, 1});
   Expr dy = reshape(g.dy, d.promoted);
   bool tA = d.transA, tB = d.transB;
-  if(g.needs(0))
-    g.add(0, tA ? makeMatmul(b, dy, tB, true, alpha) : makeMatmul(dy, b, false, !tB, alpha));
-  if(g.needs(1))
-    g.add(1, tB ? makeMatmul(dy, a, true, tA, alpha) : makeMatmul(a, dy, !tA, false, alpha));
+  if(g.needs(0)) {
+    Expr ga = tA ? makeMatmul(b, dy, tB, true, alpha) : makeMatmul(dy, b, false, !tB, alpha);
+    g.add(0, d.aVec ? reshape(ga, withoutDim(ga->shape(), -2)) : ga);
+  }
+  if(g.needs(1) && !d.bVec && !tA && b->shape().rank() == 2 && !d.batch.empty()) {
+    // Shared weights under batched x: the batches stack into rows, one GEMM
+    // [K, B*M] . [B*M, N] instead of B of them plus a sum.
+    int64_t rows = Shape(d.batch).elements() * d.M;
+    Expr a2 = reshape(a, Shape{rows, d.K}), dy2 = reshape(dy, Shape{rows, d.N});
+    g.add(1, tB ? makeMatmul(dy2, a2, true, false, alpha) : makeMatmul(a2, dy2, true, false, alpha));
+  } else if(g.needs(1)) {
+    Expr gb = tB ? makeMatmul(dy, a, true, tA, alpha) : makeMatmul(a, dy, !tA, false, alpha);
+    g.add(1, d.bVec ? reshape(gb, withoutDim(gb->shape(), -1)) : gb);
+  }
 }
 
 }  // namespace
@@ -168,7 +183,8 @@ ONYX_OP(kMatmul, "matmul")
     .backward([](GradCtx& g) {
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));
     })
-    // Non-default transA/transB/alpha export as Transpose/Mul around MatMul.
+    // MatMul has no transA/transB/alpha: non-default values need Transpose
+    // and Mul nodes around it on export.
     .onnx("MatMul", 1);
 
 namespace {
@@ -213,7 +229,7 @@ ONYX_OP(kAffine, "affine")
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));
       g.add(2, g.dy);
     })
-    // Gemm takes 2-D A and B; other ranks of x export as MatMul + Add.
+    // Gemm takes 2-D A and B only: other ranks of x need MatMul + Add on export.
     .onnx("Gemm", 7);
 
 Expr affine(Expr x, Expr W, Expr b, bool transA, bool transB, float scale) {

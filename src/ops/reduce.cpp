@@ -1,4 +1,8 @@
 // Reductions over any set of axes, with keepdims.
+//
+// ONNX: the Reduce* ops take `axes` as an attribute up to opset 12 (ReduceSum)
+// or 17 (the others) and as an input from then on; each op records one
+// mapping from opset 1 and the converters translate between the two forms.
 #include <onyx/ops/reduce.h>
 
 #include <cmath>
@@ -107,7 +111,8 @@ A highestOf() {
 }
 
 // Gradient of max/min: dy goes to the positions equal to the result; tied
-// positions share it equally (which is also what central differences see).
+// positions share it equally (between two tied values central differences
+// see that split too; any other choice would be as valid a subgradient).
 void extremumGrad(GradCtx& g) {
   Expr x = g.x(0);
   Expr mask = cast(eq(x, kept(g, g.y())), x->value_type());
@@ -134,7 +139,8 @@ LogSumExpAcc combineLse(LogSumExpAcc a, LogSumExpAcc b) {
 }
 
 double finishLse(LogSumExpAcc a, int64_t) {
-  if(a.s == 0 || std::isinf(a.m)) return a.m;
+  if(std::isnan(a.s)) return a.s;                   // a NaN input
+  if(a.s == 0 || std::isinf(a.m)) return a.m;      // empty, or an infinite input
   return a.m + std::log(a.s);
 }
 
@@ -155,7 +161,6 @@ ONYX_OP(kSum, "sum")
       });
     })
     .backward([](GradCtx& g) { g.add(0, expandGrad(g)); })
-    // From opset 13 ReduceSum takes axes as an input instead of an attribute.
     .onnx("ReduceSum", 1);
 
 Expr sum(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kSum, x, axes, keepdims); }
@@ -178,9 +183,8 @@ ONYX_OP(kMean, "mean")
     })
     .backward([](GradCtx& g) {
       double n = static_cast<double>(g.x(0)->shape().elements()) / static_cast<double>(g.y()->shape().elements());
-      g.add(0, expandGrad(g) * (1.0 / n));
+      g.add(0, expand(kept(g, g.dy) * (1.0 / n), g.x(0)->shape()));
     })
-    // From opset 18 the Reduce* ops take axes as an input instead of an attribute.
     .onnx("ReduceMean", 1);
 
 Expr mean(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMean, x, axes, keepdims); }

@@ -1,7 +1,13 @@
 // Harness cases for src/ops/elementwise.cpp. References are plain C++ math.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "ops/harness.h"
 
@@ -98,11 +104,8 @@ ONYX_OP_CASE({"maximum", "int", {ints({3, 4}, -5, 5), ints({3, 1}, -5, 5)},
               [](const std::vector<Expr>& x) { return maximum(x[0], x[1]); },
               [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::max(a[0], a[1]); }); },
               /*gradcheck=*/false});
-// At a tie the gradient goes to the first input: the analytic gradient of
-// minimum(a, b) * 1 with a == b is 1 for a and 0 for b (checked as a forward
-// value of the gradient expression, since the numeric derivative at a tie is
-// one-sided).
-ONYX_OP_CASE({"minimum", "tie_forward", {values({3}, {1.0, 2.0, 3.0}), values({3}, {1.0, 0.0, 5.0})},
+// Ties in the forward pass (their gradient is checked by ElementwiseOps.MinMaxTies).
+ONYX_OP_CASE({"minimum", "ties_forward", {values({3}, {1.0, 2.0, 3.0}), values({3}, {1.0, 0.0, 5.0})},
               [](const std::vector<Expr>& x) { return minimum(x[0], x[1]); },
               [](const std::vector<Ref>& x) { return refBroadcast(x, [](V a) { return std::min(a[0], a[1]); }); },
               /*gradcheck=*/false});
@@ -154,7 +157,7 @@ ONYX_OP_CASE({"relu", "int", {ints({7}, -4, 4)},
               /*gradcheck=*/false});
 ONYX_OP_CASE({"leaky_relu", "default_alpha", {values({5}, {-3.0, -0.4, 0.2, 0.9, 4.0})},
               [](const std::vector<Expr>& x) { return leaky_relu(x[0]); },
-              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 0 ? a : 0.01 * a; }); }});
+              [](const std::vector<Ref>& x) { return map1(x, [](double a) { return a > 0 ? a : double(0.01f) * a; }); }});
 ONYX_OP_CASE({"leaky_relu", "alpha_0_2", {values({4}, {-2.0, -0.3, 0.5, 1.5})},
               [](const std::vector<Expr>& x) { return leaky_relu(x[0], 0.2f); },
               [](const std::vector<Ref>& x) {
@@ -302,6 +305,64 @@ ONYX_OP_CASE({"cast", "float_roundtrip_grad", {in({2, 3})},
               // The numeric derivative passes through float32 rounding, so it is only good
               // to about 2%: enough to catch a missing or mis-scaled gradient.
               true, 1e-4, 1e-5, /*gradTol=*/0.1});
+
+// ------------------------------------------------- behaviour beyond the harness
+
+// Gradients of sum(f(a, b)) for a and b as float64 params.
+std::pair<std::vector<double>, std::vector<double>> gradsOf(Expr (*f)(Expr, Expr), std::vector<double> a,
+                                                            std::vector<double> b) {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  auto pa = g->param("a", {int64_t(a.size())}, inits::fromVector(a), Type::float64, true);
+  auto pb = g->param("b", {int64_t(b.size())}, inits::fromVector(b), Type::float64, true);
+  auto loss = sum(f(pa, pb));
+  g->forward();
+  g->backward(loss);
+  std::pair<std::vector<double>, std::vector<double>> r;
+  pa->grad()->get(r.first);
+  pb->grad()->get(r.second);
+  return r;
+}
+
+// At a tie the whole gradient goes to the first input, none to the second.
+TEST(ElementwiseOps, MinMaxTies) {
+  auto mn = gradsOf([](Expr a, Expr b) { return minimum(a, b); }, {1.0, 2.0, 4.0}, {1.0, 3.0, 0.5});
+  EXPECT_EQ(mn.first, (std::vector<double>{1, 1, 0}));
+  EXPECT_EQ(mn.second, (std::vector<double>{0, 0, 1}));
+  auto mx = gradsOf([](Expr a, Expr b) { return maximum(a, b); }, {1.0, 2.0, 4.0}, {1.0, 3.0, 0.5});
+  EXPECT_EQ(mx.first, (std::vector<double>{1, 0, 1}));
+  EXPECT_EQ(mx.second, (std::vector<double>{0, 1, 0}));
+}
+
+// The subgradient chosen at the kinks: relu'(0) = 0, clip passes nothing at
+// its bounds.
+TEST(ElementwiseOps, KinkGradients) {
+  auto r = gradsOf([](Expr a, Expr b) { return relu(a) + clip(b, -1.0, 1.0); }, {-1.0, 0.0, 2.0}, {-1.0, 0.0, 1.0});
+  EXPECT_EQ(r.first, (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(r.second, (std::vector<double>{0, 1, 0}));
+}
+
+TEST(ElementwiseOps, BadInputsNameTheProblem) {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  auto x = g->constant({2, 3}, inits::zeros(), Type::float32);
+  auto y = g->constant({3}, inits::zeros(), Type::float64);
+  auto expectError = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch(const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expectError([&] { where(x, x, x); }, "must be bool");
+  expectError([&] { where(gt(x, 0.0), x, y); }, "different element types");
+  expectError([&] { logical_and(x, x); }, "need bool");
+  expectError([&] { lt(x, y); }, "different element types");
+  expectError([&] { exp(g->indices({1, 2})); }, "floating-point");
+  expectError([&] { g->make(Registry::instance().get("gelu"), {x}, {{"approximate", attr("fast")}}); },
+              "approximate");
+}
 
 }  // namespace
 }  // namespace test

@@ -195,6 +195,34 @@ Ptr<ExpressionGraph> cpuGraph() {
   return g;
 }
 
+// The harness covers float32/float64; float16 and bfloat16 compute in float
+// and must agree with the plain reference to their precision.
+TEST(NnOps, HalfPrecisionKernelsMatchReference) {
+  std::vector<double> xv, lv = {2, 0, 4};
+  for(int i = 0; i < 15; ++i) xv.push_back(std::sin(1.7 * i) * 3);
+  Ref x{{3, 5}, xv}, labels{{3}, lv}, gamma{{5}, {1, 1, 1, 1, 1}}, beta{{5}, {0, 0, 0, 0, 0}};
+  for(Type t : {Type::float16, Type::bfloat16}) {
+    SCOPED_TRACE(t == Type::float16 ? "float16" : "bfloat16");
+    auto g = cpuGraph();
+    auto xe = g->constant({3, 5}, inits::fromVector(xv), t);
+    auto sm = softmax(xe), lsm = log_softmax(xe, 0), ln = layer_norm(xe);
+    auto ce = cross_entropy(xe, g->indices(std::vector<int64_t>{2, 0, 4}), 0.1f);
+    g->forward();
+    auto near = [](Expr e, const Ref& want, double tol) {
+      std::vector<double> got;
+      e->val()->get(got);
+      ASSERT_EQ(got.size(), want.v.size());
+      for(size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.v[i], tol * (1 + std::fabs(want.v[i]))) << i;
+    };
+    // Inputs are rounded to the half type first; the tolerance covers that too.
+    double tol = t == Type::float16 ? 1e-2 : 5e-2;
+    near(sm, refSoftmax(x, -1, false), tol);
+    near(lsm, refSoftmax(x, 0, true), tol);
+    near(ln, refLayerNorm(x, &gamma, &beta, -1, 1e-5), tol);
+    near(ce, refCrossEntropy(x, labels, double(0.1f)), tol);
+  }
+}
+
 TEST(NnOps, CrossEntropyOutOfRangeLabelNamesIt) {
   auto g = cpuGraph();
   auto logits = g->constant({2, 3}, inits::fromValue(0.5));

@@ -47,7 +47,7 @@ template <class T>
 struct Capture : FunctorBase {
   T v;
   template <class... A>
-  ONYX_HD auto operator()(A... a) const {
+  ONYX_HD auto operator()(A...) const {
     using C = std::common_type_t<A...>;
     return static_cast<C>(v);
   }
