@@ -228,7 +228,7 @@ std::vector<int64_t> padMap(int64_t n, int64_t begin, int64_t end, const std::st
       } else {  // reflect: the sequence is periodic with period 2(m-1)
         int64_t p = 2 * (m - 1);
         t = ((t % p) + p) % p;
-        if(t >= m) t = p - t - 1;
+        if(t >= m) t = p - t;
       }
       map[o] = lo + t;
     }
@@ -239,7 +239,7 @@ std::vector<int64_t> padMap(int64_t n, int64_t begin, int64_t end, const std::st
 // ---------------------------------------------------------------- gather
 
 // Index i as a position in [0, n), or an error naming it.
-inline int64_t resolveIndex(int64_t i, int64_t n) { return i < 0 ? i + n - 1 : i; }
+inline int64_t resolveIndex(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
 
 template <class I>
 void checkIndices(const I* idx, int64_t m, int64_t n, int axis, const Node& node) {

@@ -334,6 +334,36 @@ ONYX_OP_CASE({"pad", "bool_edge", {bools({2, 2})},
               [](const std::vector<Expr>& x) { return pad(x[0], {1, 1, 1, 1}, "edge"); },
               [](const std::vector<Ref>& x) { return padRef(x[0], {1, 1, 1, 1}, "edge", 0); }, false});
 
+// ---------------------------------------------------------------- big enough to run on several threads
+
+ONYX_OP_CASE({"transpose", "large_threaded", {in({64, 40, 16})},
+              [](const std::vector<Expr>& x) { return transpose(x[0], {2, 0, 1}); },
+              [](const std::vector<Ref>& x) { return transposeRef(x[0], {2, 0, 1}); }, false});
+ONYX_OP_CASE({"slice", "large_threaded", {in({70, 1000})},
+              [](const std::vector<Expr>& x) { return slice(x[0], 1, 999, 0, -1); },
+              [](const std::vector<Ref>& x) {
+                Ref y = refOfShape({70, 999});
+                for(int i = 0; i < 70; ++i)
+                  for(int j = 0; j < 999; ++j) y[i * 999 + j] = x[0][i * 1000 + 999 - j];
+                return y;
+              }, false});
+ONYX_OP_CASE({"gather", "large_threaded", {in({50, 900}), intValues({3}, {49, -50, 7})},
+              [](const std::vector<Expr>& x) { return gather(x[0], 0, x[1]); },
+              [](const std::vector<Ref>& x) { return gatherRef(x[0], 0, x[1]); }, false});
+// One row of output (axis 0): threads split the inner elements.
+ONYX_OP_CASE({"scatter_add", "large_one_row_threaded", {in({4, 12000}), intValues({4}, {1, 0, 1, -1})},
+              [](const std::vector<Expr>& x) { return scatter_add(x[0], 0, x[1], 2); },
+              [](const std::vector<Ref>& x) { return scatterAddRef(x[0], 0, x[1], 2); }, false});
+ONYX_OP_CASE({"scatter_add", "large_many_rows_threaded", {in({300, 5, 30}), intValues({5}, {2, 2, 0, 1, 2})},
+              [](const std::vector<Expr>& x) { return scatter_add(x[0], 1, x[1], 3); },
+              [](const std::vector<Ref>& x) { return scatterAddRef(x[0], 1, x[1], 3); }, false});
+ONYX_OP_CASE({"pad", "large_reflect_threaded", {in({60, 600})},
+              [](const std::vector<Expr>& x) { return pad(x[0], {2, 3, 1, 4}, "reflect"); },
+              [](const std::vector<Ref>& x) { return padRef(x[0], {2, 3, 1, 4}, "reflect", 0); }, false});
+ONYX_OP_CASE({"concat", "large_threaded", {in({40, 500}), in({40, 400})},
+              [](const std::vector<Expr>& x) { return concat(x, 1); },
+              [](const std::vector<Ref>& x) { return concatRef(x, 1); }, false});
+
 // ---------------------------------------------------------------- errors
 
 Ptr<ExpressionGraph> cpuGraph() {
