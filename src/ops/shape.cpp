@@ -55,6 +55,51 @@ void copyRun(char* dst, int64_t ds, const char* src, int64_t ss, int64_t n, size
   }
 }
 
+template <size_t E>
+void copyTileOf(char* dst, int64_t dj, int64_t di, const char* src, int64_t sj, int64_t si, int64_t nj, int64_t ni) {
+  for(int64_t j = 0; j < nj; ++j)
+    for(int64_t i = 0; i < ni; ++i)
+      std::memcpy(dst + (j * dj + i * di) * int64_t(E), src + (j * sj + i * si) * int64_t(E), E);
+}
+
+// A transpose-like copy: the innermost dim is contiguous in dst but strided in
+// src, while dim j is contiguous in src. Row by row it would read one element
+// per cache line; tiles of both dims reuse each line read.
+void copyTiled(char* dst, const int64_t* a, const char* src, const int64_t* b, const int64_t* d, int n, int j,
+               int64_t total, size_t esize) {
+  constexpr int64_t kTile = 32;
+  int64_t e = static_cast<int64_t>(esize), inner = d[n - 1], tilesJ = (d[j] + kTile - 1) / kTile;
+  int64_t outer = total / (inner * d[j]);
+  host::parallelFor(outer * tilesJ, total, [&](int64_t lo, int64_t hi) {
+    for(int64_t task = lo; task < hi; ++task) {
+      int64_t rem = task / tilesJ, j0 = (task % tilesJ) * kTile, od = 0, os = 0;
+      for(int k = n - 2; k >= 0; --k) {
+        if(k == j) continue;
+        int64_t idx = rem % d[k];
+        rem /= d[k];
+        od += idx * a[k];
+        os += idx * b[k];
+      }
+      int64_t nj = std::min(kTile, d[j] - j0);
+      for(int64_t i0 = 0; i0 < inner; i0 += kTile) {
+        int64_t ni = std::min(kTile, inner - i0);
+        char* t = dst + (od + j0 * a[j] + i0) * e;
+        const char* f = src + (os + j0 + i0 * b[n - 1]) * e;
+        switch(esize) {
+          case 1: copyTileOf<1>(t, a[j], 1, f, 1, b[n - 1], nj, ni); break;
+          case 2: copyTileOf<2>(t, a[j], 1, f, 1, b[n - 1], nj, ni); break;
+          case 4: copyTileOf<4>(t, a[j], 1, f, 1, b[n - 1], nj, ni); break;
+          case 8: copyTileOf<8>(t, a[j], 1, f, 1, b[n - 1], nj, ni); break;
+          default:
+            for(int64_t jj = 0; jj < nj; ++jj)
+              for(int64_t ii = 0; ii < ni; ++ii)
+                std::memcpy(t + (jj * a[j] + ii) * e, f + (jj + ii * b[n - 1]) * e, esize);
+        }
+      }
+    }
+  });
+}
+
 // dst[sum_k i_k * ds_k] = src[sum_k i_k * ss_k] for every index i of `dims`
 // (strides in elements, possibly negative). Size-1 dims are dropped and dims
 // that are contiguous for both sides merged, so a copy that is dense on both
@@ -87,6 +132,10 @@ void copyStrided(void* dstv, const int64_t* ds, const void* srcv, const int64_t*
   }
   char* dst = static_cast<char*>(dstv);
   const char* src = static_cast<const char*>(srcv);
+  if(a[n - 1] == 1 && b[n - 1] != 1) {
+    for(int j = 0; j < n - 1; ++j)
+      if(b[j] == 1) return copyTiled(dst, a, src, b, d, n, j, total, esize);
+  }
   int64_t inner = d[n - 1], rows = total / inner;
   int64_t e = static_cast<int64_t>(esize);
   host::parallelFor(rows, total, [&](int64_t lo, int64_t hi) {
@@ -499,7 +548,7 @@ ONYX_OP(kSliceScatter, "slice_scatter")
       auto at = sliceAttrs(g.attrs);
       g.add(0, g.graph.make(kSlice, std::vector<Expr>{g.dy}, at));
     })
-    .noOnnx("internal: the gradient of slice (export differentiates before exporting)");
+    .noOnnx("internal: only gradient graphs use it (the gradient of slice)");
 
 Expr slice_scatter(Expr x, const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                    const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
@@ -681,7 +730,7 @@ ONYX_OP(kScatterAdd, "scatter_add")
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, gather(g.dy, static_cast<int>(g.attrs.i("axis")), g.x(1)));
     })
-    .noOnnx("internal: the gradient of gather (export differentiates before exporting)");
+    .noOnnx("internal: only gradient graphs use it (the gradient of gather)");
 
 Expr scatter_add(Expr updates, int axis, Expr indices, int64_t dim) {
   return updates->graph()->make(kScatterAdd, {updates, indices}, {{"axis", attr(axis)}, {"dim", attr(dim)}});

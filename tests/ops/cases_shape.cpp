@@ -339,6 +339,10 @@ ONYX_OP_CASE({"pad", "bool_edge", {bools({2, 2})},
 ONYX_OP_CASE({"transpose", "large_threaded", {in({64, 40, 16})},
               [](const std::vector<Expr>& x) { return transpose(x[0], {2, 0, 1}); },
               [](const std::vector<Ref>& x) { return transposeRef(x[0], {2, 0, 1}); }, false});
+// Several 32x32 tiles with ragged edges, split across threads.
+ONYX_OP_CASE({"transpose", "large_tiled_ragged", {in({5, 100, 70})},
+              [](const std::vector<Expr>& x) { return transpose(x[0], {0, 2, 1}); },
+              [](const std::vector<Ref>& x) { return transposeRef(x[0], {0, 2, 1}); }, false});
 ONYX_OP_CASE({"slice", "large_threaded", {in({70, 1000})},
               [](const std::vector<Expr>& x) { return slice(x[0], 1, 999, 0, -1); },
               [](const std::vector<Ref>& x) {
