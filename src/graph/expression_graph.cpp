@@ -406,6 +406,7 @@ void ExpressionGraph::forward() {
   for(size_t i = 0; i < count_; ++i) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
     n->pending_ = 0;
+    n->recomputed_ = false;
     order.push_back(n);
   }
   for(Node* n : order)
