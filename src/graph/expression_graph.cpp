@@ -251,11 +251,19 @@ Expr ExpressionGraph::get(const std::string& name) const {
 // ---- building
 
 void ExpressionGraph::setAttrs(Node* node, const OpDef& op, const char* name, const AttrValue& v) {
+  // Attributes also arrive by name from files (native format, ONNX), so a
+  // bad one is the caller's input error, not an internal invariant.
+  // The half-built node is dropped before throwing, so the graph stays usable.
   int i = op.attrIndex(name);
-  ONYX_ASSERT(i >= 0, "op '", op.name, "' has no attribute '", name, "'");
-  ONYX_ASSERT(v.index() == op.attrSpecs[i].defaultValue.index() ||
-                  (v.index() == 0 && op.attrSpecs[i].kind() == AttrKind::Float),
-              "attribute '", name, "' of op '", op.name, "' given the wrong kind of value");
+  bool ok = i >= 0 && (v.index() == op.attrSpecs[i].defaultValue.index() ||
+                       (v.index() == 0 && op.attrSpecs[i].kind() == AttrKind::Float));
+  if(!ok) {
+    ONYX_ASSERT(node == blocks_[(count_ - 1) / kBlockNodes] + (count_ - 1) % kBlockNodes, "attributes set on an old node");
+    truncate(count_ - 1);
+    --nextId_;
+    if(i < 0) fail(op.name, ": unknown attribute '", name, "'");
+    fail(op.name, ": attribute '", name, "' has the wrong kind of value (", attrToString(v), ")");
+  }
   if(v.index() == 0 && op.attrSpecs[i].kind() == AttrKind::Float)
     node->attrs_[i] = static_cast<double>(std::get<int64_t>(v));
   else
@@ -327,13 +335,7 @@ Expr ExpressionGraph::make(const OpDef& op, const std::vector<Expr>& inputs,
 Expr ExpressionGraph::make(const OpDef& op, const std::vector<Expr>& inputs,
                            const std::vector<std::pair<std::string, AttrValue>>& attrs) {
   Expr e = makeImpl(op, inputs.data(), inputs.size());
-  for(auto& a : attrs) {
-    ONYX_CHECK(op.attrIndex(a.first.c_str()) >= 0, op.name, ": unknown attribute '", a.first, "'");
-    ONYX_CHECK(a.second.index() == op.attrSpecs[op.attrIndex(a.first.c_str())].defaultValue.index() ||
-                   (a.second.index() == 0 && op.attrSpecs[op.attrIndex(a.first.c_str())].kind() == AttrKind::Float),
-               op.name, ": attribute '", a.first, "' has the wrong kind of value");
-    setAttrs(e.get(), op, a.first.c_str(), a.second);
-  }
+  for(auto& a : attrs) setAttrs(e.get(), op, a.first.c_str(), a.second);
   return finish(e.get());
 }
 

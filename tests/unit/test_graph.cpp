@@ -240,3 +240,34 @@ TEST(Graph, NodeConstructionIsArenaBacked) {
 
 }  // namespace
 }  // namespace onyx
+
+namespace onyx {
+namespace {
+
+// Attributes given by name (as files do) are checked, and a bad one leaves
+// the graph as it was.
+TEST(Graph, BadAttributeByNameIsAnErrorAndRollsBack) {
+  auto g = New<ExpressionGraph>();
+  auto x = g->constant({2, 3}, inits::ones());
+  size_t before = g->size();
+  const OpDef& s = Registry::instance().get("sum");
+  try {
+    g->make(s, std::vector<Expr>{x}, std::vector<std::pair<std::string, AttrValue>>{{"axis", int64_t(0)}});
+    FAIL() << "expected an error";
+  } catch(const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sum: unknown attribute 'axis'"), std::string::npos) << e.what();
+  }
+  try {
+    g->make(s, std::vector<Expr>{x}, std::vector<std::pair<std::string, AttrValue>>{{"axes", std::string("0")}});
+    FAIL() << "expected an error";
+  } catch(const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wrong kind of value"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(g->size(), before);
+  auto y = g->make(s, std::vector<Expr>{x}, std::vector<std::pair<std::string, AttrValue>>{{"axes", attr(std::vector<int64_t>{1})}});
+  g->forward();
+  EXPECT_EQ(y->val()->toVector<float>(), (std::vector<float>{3, 3}));
+}
+
+}  // namespace
+}  // namespace onyx
