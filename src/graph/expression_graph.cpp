@@ -167,6 +167,17 @@ Expr ExpressionGraph::constant(const Shape& shape, const NodeInitializer& init, 
   return Expr(n);
 }
 
+Expr ExpressionGraph::constant(const Tensor& value) {
+  ONYX_CHECK(value != nullptr, "constant(Tensor): null tensor");
+  ONYX_CHECK(value->getDeviceId() == device_, "constant(Tensor): tensor on ", value->getDeviceId().toString(),
+             ", graph on ", device_.toString());
+  Node* n = newNode(NodeKind::Constant);
+  n->shape_ = value->shape();
+  n->type_ = value->type();
+  n->val_ = value;
+  return Expr(n);
+}
+
 Expr ExpressionGraph::ones(const Shape& shape, Type type) { return constant(shape, inits::ones(), type); }
 Expr ExpressionGraph::zeros(const Shape& shape, Type type) { return constant(shape, inits::zeros(), type); }
 
@@ -396,7 +407,30 @@ void ExpressionGraph::ensureValue(Node* n) {
 }
 
 void ExpressionGraph::releaseValue(Node* n) {
-  if(n->kind_ == NodeKind::Op && !n->debugMsg_.size() && !n->checkpoint_) n->val_.reset();
+  if(n->kind_ == NodeKind::Op && !n->debugMsg_.size() && !n->checkpoint_ && !n->keep_) n->val_.reset();
+}
+
+Tensor ExpressionGraph::value(Expr e) {
+  Node* root = e.get();
+  ONYX_CHECK(root && e.valid(), "value(): invalid expression");
+  if(root->val_) return root->val_;
+  // Iterative post-order over the nodes that still lack a value.
+  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};
+  while(!stack.empty()) {
+    auto& top = stack.back();
+    Node* n = top.first;
+    if(top.second < n->children_.size()) {
+      Node* c = n->children_[top.second++];
+      if(!c->val_) {
+        ONYX_CHECK(c->kind_ != NodeKind::Input, "input '", c->name_, "' has no value: bind a tensor before value()");
+        stack.push_back({c, 0});
+      }
+      continue;
+    }
+    if(!n->val_) computeNode(n);
+    stack.pop_back();
+  }
+  return root->val_;
 }
 
 void ExpressionGraph::forward() {

@@ -60,6 +60,9 @@ public:
 
   // ---- leaves ----
   Expr constant(const Shape& shape, const NodeInitializer& init, Type type = Type::undefined);
+  // A constant that shares `value`'s memory (no copy); the tensor must live
+  // on the graph's device and must not change while the graph uses it.
+  Expr constant(const Tensor& value);
   Expr ones(const Shape& shape, Type type = Type::undefined);
   Expr zeros(const Shape& shape, Type type = Type::undefined);
   // A rank-0 constant (used by the scalar forms of the operators).
@@ -90,6 +93,10 @@ public:
 
   // ---- execution ----
   void forward();
+  // Computes `e` (and what it needs) now and returns its value: for values
+  // that steer graph construction (shapes, indices) while the graph is built.
+  // forward() later recomputes everything as usual.
+  Tensor value(Expr e);
   // Reverse-mode autodiff from `root` (default: the last node built), seeded
   // with ones. Param gradients are overwritten (not accumulated across calls).
   void backward(Expr root = nullptr);

@@ -84,6 +84,9 @@ public:
   const std::string& debugMessage() const { return debugMsg_; }
   // Keep this node's gradient after backward() (params always keep theirs).
   void retainGrad() { retainGrad_ = true; }
+  // Keep this node's value after forward() even in inference mode, where
+  // values are freed after their last consumer (graph outputs).
+  void keepValue() { keep_ = true; }
 
   // Registry side.
   NodeKind kind() const { return kind_; }
@@ -109,6 +112,7 @@ private:
   bool trainable_ = false;
   bool checkpoint_ = false;
   bool retainGrad_ = false;
+  bool keep_ = false;
   bool needsGrad_ = false;   // during backward
   bool backwardNode_ = false;
   bool recomputed_ = false;

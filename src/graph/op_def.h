@@ -60,6 +60,18 @@ struct OpDef {
     onnxMappings.push_back({std::move(opType), "", since, until, nullptr, nullptr});
     return *this;
   }
+  // The import of the last .onnx() mapping (default: inputs in order,
+  // attributes by name, one output; see graph/onnx_import.h).
+  OpDef& importer(std::function<void(OnnxImportCtx&)> f) {
+    ONYX_ASSERT(!onnxMappings.empty(), name, ": importer() before onnx()");
+    onnxMappings.back().importer = std::move(f);
+    return *this;
+  }
+  OpDef& exporter(std::function<void(OnnxExportCtx&)> f) {
+    ONYX_ASSERT(!onnxMappings.empty(), name, ": exporter() before onnx()");
+    onnxMappings.back().exporter = std::move(f);
+    return *this;
+  }
   OpDef& noOnnx(std::string why) { noOnnxWhy = std::move(why); return *this; }
   OpDef& stochastic() { isStochastic = true; return *this; }
 

@@ -1,0 +1,149 @@
+// How an ONNX node becomes graph expressions. This header is the contract
+// between the op families (src/ops/*.cpp, which say how each ONNX op imports,
+// next to the op itself) and the importer in converters/ (which parses the
+// protobuf and implements OnnxImportCtx). Protobuf never leaks into src/.
+//
+// Two ways to declare an import, both in the family file of the op:
+//   1. On a registry op's mapping:   ONYX_OP(kRelu, "relu")...onnx("Relu", 6)
+//      With no .importer(fn), the default import applies: ONNX inputs map to
+//      the op's inputs in order, ONNX attributes to the op's attributes of the
+//      same name, and the node has one output.
+//        ...onnx("Gemm", 7).importer([](OnnxImportCtx& c) { ... })
+//   2. For an ONNX op that is a composite of registry ops (no op of its own):
+//        ONYX_ONNX_IMPORT(kHardSigmoid, "HardSigmoid", 6).importer([](OnnxImportCtx& c) {...});
+//      with .until(n) and .domain("com.microsoft") when needed.
+// Opset ranges are in the model's opset for the node's domain (inclusive).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <onyx/core/error.h>
+#include <onyx/core/tensor.h>
+#include <onyx/graph/node.h>
+
+namespace onyx {
+
+class ExpressionGraph;
+
+// A value flowing between ONNX nodes: a tensor, a sequence of tensors, or an
+// absent optional.
+struct OnnxValue {
+  enum class Kind { Tensor, Sequence, None };
+  Kind kind = Kind::None;
+  Expr tensor;
+  std::vector<Expr> sequence;
+  Type elemType = Type::undefined;  // for empty sequences / typed None
+  static OnnxValue of(Expr e) { OnnxValue v; v.kind = Kind::Tensor; v.tensor = e; return v; }
+  static OnnxValue seq(std::vector<Expr> s, Type t = Type::undefined) {
+    OnnxValue v; v.kind = Kind::Sequence; v.sequence = std::move(s); v.elemType = t; return v;
+  }
+  static OnnxValue none(Type t = Type::undefined) { OnnxValue v; v.elemType = t; return v; }
+};
+
+class OnnxImportCtx {
+public:
+  virtual ~OnnxImportCtx() = default;
+
+  // ---- the node
+  virtual const std::string& opType() const = 0;
+  virtual const std::string& domain() const = 0;
+  virtual const std::string& nodeName() const = 0;
+  virtual int opset() const = 0;  // the model's opset for this node's domain
+  virtual ExpressionGraph& graph() = 0;
+
+  // ---- inputs (ONNX optional inputs may be absent: an empty name)
+  virtual size_t numInputs() const = 0;
+  virtual bool hasInput(size_t i) const = 0;
+  virtual OnnxValue inputValue(size_t i) = 0;  // any kind
+  Expr input(size_t i);                        // a tensor; fails if absent or not a tensor
+  std::vector<Expr> inputSequence(size_t i);   // a sequence; fails otherwise
+  // The data of input i, computed now: for inputs that steer the graph's
+  // structure (a Reshape's shape, Slice's starts, TopK's k, If's condition).
+  // Reading data that depends on a graph input makes the built graph valid
+  // for these input values only (the session then rebuilds it per run).
+  virtual Tensor value(size_t i) = 0;
+  std::vector<int64_t> ints(size_t i);  // value(i) as int64s
+  double scalar(size_t i);              // value(i)'s only element
+
+  // ---- attributes (reading an attribute marks it handled: an attribute
+  // that the import never reads is reported as unsupported)
+  virtual bool hasAttr(const char* name) const = 0;
+  virtual int64_t attrInt(const char* name, int64_t def) = 0;
+  virtual double attrFloat(const char* name, double def) = 0;
+  virtual std::string attrString(const char* name, const std::string& def) = 0;
+  virtual std::vector<int64_t> attrInts(const char* name, const std::vector<int64_t>& def = {}) = 0;
+  virtual std::vector<double> attrFloats(const char* name, const std::vector<double>& def = {}) = 0;
+  virtual std::vector<std::string> attrStrings(const char* name) = 0;
+  virtual Tensor attrTensor(const char* name) = 0;  // fails if absent
+  // Required forms: fail naming the attribute when absent.
+  int64_t attrInt(const char* name);
+  double attrFloat(const char* name);
+  std::string attrString(const char* name);
+  // Marks an attribute handled without reading it (e.g. a hint the import
+  // may ignore, such as a training-only attribute in inference).
+  virtual void ignoreAttr(const char* name) = 0;
+  // Imports the graph held by attribute `name` (If/Loop/Scan bodies) with
+  // its formal inputs bound to `inputs`; names of the enclosing graphs stay
+  // visible. Returns its outputs. Can be called repeatedly (loop unrolling).
+  virtual std::vector<OnnxValue> subgraph(const char* name, const std::vector<OnnxValue>& inputs) = 0;
+  virtual size_t subgraphNumInputs(const char* name) = 0;
+  virtual size_t subgraphNumOutputs(const char* name) = 0;
+
+  // ---- outputs (ONNX optional outputs may be unused: an empty name)
+  virtual size_t numOutputs() const = 0;
+  virtual bool wantsOutput(size_t i) const = 0;
+  virtual void setOutputValue(size_t i, OnnxValue v) = 0;
+  void setOutput(size_t i, Expr e) { setOutputValue(i, OnnxValue::of(e)); }
+  // The element type the model declares for output i, if known (undefined otherwise).
+  virtual Type declaredOutputType(size_t i) const = 0;
+
+  // ---- building helpers
+  // A node of registry op `op` on `inputs` with attributes by name.
+  Expr make(const char* op, const std::vector<Expr>& inputs,
+            const std::vector<std::pair<std::string, AttrValue>>& attrs = {});
+  Expr constant(const Tensor& t);  // a constant node holding t's values
+
+  // ---- errors: an onyx::Error "node 'name' (Op, opset N): message"
+  template <class... A>
+  [[noreturn]] void fail(const A&... a) const { failMsg(str(a...)); }
+  template <class... A>
+  void check(bool cond, const A&... a) const { if(!cond) failMsg(str(a...)); }
+  std::string where() const;
+
+private:
+  [[noreturn]] void failMsg(const std::string& msg) const;
+};
+
+using OnnxImportFn = std::function<void(OnnxImportCtx&)>;
+
+// An import rule for an ONNX op that has no registry op of its own.
+struct OnnxImportRule {
+  std::string opType;
+  std::string domainName;  // "" is the default ONNX domain ("ai.onnx")
+  int since = 1;
+  int untilOpset = 1 << 30;  // inclusive
+  OnnxImportFn fn;
+  std::string file;
+  OnnxImportRule& until(int v) { untilOpset = v; return *this; }
+  OnnxImportRule& domain(std::string d) { domainName = std::move(d); return *this; }
+  OnnxImportRule& importer(OnnxImportFn f) { fn = std::move(f); return *this; }
+};
+
+// Every import rule: composites declared with ONYX_ONNX_IMPORT plus one per
+// registry op mapping. Built on first use.
+struct OnnxImportEntry {
+  std::string opType, domain;
+  int since, until;
+  OnnxImportFn fn;
+  std::string source;  // registry op name, or the declaring file for composites
+};
+OnnxImportRule& defineOnnxImport(const std::string& opType, int since, const char* file);
+std::vector<OnnxImportEntry> onnxImportTable();
+// The rule for (domain, opType) at the model's opset, or nullptr.
+const OnnxImportEntry* findOnnxImport(const std::string& domain, const std::string& opType, int opset);
+
+#define ONYX_ONNX_IMPORT(var, opType, since) \
+  static ::onyx::OnnxImportRule& var = ::onyx::defineOnnxImport(opType, since, __FILE__)
+
+}  // namespace onyx
