@@ -1,0 +1,383 @@
+#include <onyx/converters/onnx_importer.h>
+
+#include <set>
+
+namespace onyx {
+
+Type onnxElemType(const ::onnx::TypeProto& t) {
+  switch(t.value_case()) {
+    case ::onnx::TypeProto::kTensorType: {
+      int e = t.tensor_type().elem_type();
+      return e > 0 && e < kNumTypes ? static_cast<Type>(e) : Type::undefined;
+    }
+    case ::onnx::TypeProto::kSequenceType: return onnxElemType(t.sequence_type().elem_type());
+    case ::onnx::TypeProto::kOptionalType: return onnxElemType(t.optional_type().elem_type());
+    default: return Type::undefined;
+  }
+}
+
+namespace {
+
+const char* attrTypeName(::onnx::AttributeProto::AttributeType t) {
+  switch(t) {
+    case ::onnx::AttributeProto::FLOAT: return "float";
+    case ::onnx::AttributeProto::INT: return "int";
+    case ::onnx::AttributeProto::STRING: return "string";
+    case ::onnx::AttributeProto::TENSOR: return "tensor";
+    case ::onnx::AttributeProto::GRAPH: return "graph";
+    case ::onnx::AttributeProto::FLOATS: return "floats";
+    case ::onnx::AttributeProto::INTS: return "ints";
+    case ::onnx::AttributeProto::STRINGS: return "strings";
+    case ::onnx::AttributeProto::TENSORS: return "tensors";
+    case ::onnx::AttributeProto::GRAPHS: return "graphs";
+    default: return "unknown";
+  }
+}
+
+// The importer's OnnxImportCtx for one node.
+class NodeCtx : public OnnxImportCtx {
+public:
+  NodeCtx(OnnxGraphImporter& imp, const ::onnx::NodeProto& node, int opset)
+      : imp_(imp), node_(node), opset_(opset), outputs_(node.output_size()) {
+    name_ = node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type()) : node.name();
+  }
+
+  const std::string& opType() const override { return node_.op_type(); }
+  const std::string& domain() const override { return node_.domain(); }
+  const std::string& nodeName() const override { return name_; }
+  int opset() const override { return opset_; }
+  ExpressionGraph& graph() override { return imp_.graph(); }
+
+  size_t numInputs() const override { return static_cast<size_t>(node_.input_size()); }
+  bool hasInput(size_t i) const override { return i < numInputs() && !node_.input(static_cast<int>(i)).empty(); }
+  OnnxValue inputValue(size_t i) override {
+    check(i < numInputs(), "input ", i, " is required (the node has ", numInputs(), ")");
+    if(!hasInput(i)) return OnnxValue::none();
+    return imp_.lookup(node_.input(static_cast<int>(i)));
+  }
+  Tensor value(size_t i) override {
+    Expr e = input(i);
+    if(imp_.isValueDependent(e.get())) imp_.markValueDependent();
+    return imp_.graph().value(e);
+  }
+
+  bool hasAttr(const char* name) const override { return find(name) != nullptr; }
+  int64_t attrInt(const char* name, int64_t def) override {
+    auto* a = get(name);
+    if(!a) return def;
+    if(a->type() == ::onnx::AttributeProto::FLOAT) return static_cast<int64_t>(a->f());
+    expect(*a, ::onnx::AttributeProto::INT);
+    return a->i();
+  }
+  double attrFloat(const char* name, double def) override {
+    auto* a = get(name);
+    if(!a) return def;
+    if(a->type() == ::onnx::AttributeProto::INT) return static_cast<double>(a->i());
+    expect(*a, ::onnx::AttributeProto::FLOAT);
+    return static_cast<double>(a->f());
+  }
+  std::string attrString(const char* name, const std::string& def) override {
+    auto* a = get(name);
+    if(!a) return def;
+    expect(*a, ::onnx::AttributeProto::STRING);
+    return a->s();
+  }
+  std::vector<int64_t> attrInts(const char* name, const std::vector<int64_t>& def) override {
+    auto* a = get(name);
+    if(!a) return def;
+    if(a->type() == ::onnx::AttributeProto::INT) return {a->i()};
+    expect(*a, ::onnx::AttributeProto::INTS);
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  std::vector<double> attrFloats(const char* name, const std::vector<double>& def) override {
+    auto* a = get(name);
+    if(!a) return def;
+    if(a->type() == ::onnx::AttributeProto::FLOAT) return {static_cast<double>(a->f())};
+    expect(*a, ::onnx::AttributeProto::FLOATS);
+    return std::vector<double>(a->floats().begin(), a->floats().end());
+  }
+  std::vector<std::string> attrStrings(const char* name) override {
+    auto* a = get(name);
+    if(!a) return {};
+    expect(*a, ::onnx::AttributeProto::STRINGS);
+    return std::vector<std::string>(a->strings().begin(), a->strings().end());
+  }
+  Tensor attrTensor(const char* name) override {
+    auto* a = get(name);
+    check(a != nullptr, "attribute '", name, "' is required");
+    expect(*a, ::onnx::AttributeProto::TENSOR);
+    return tensorFromOnnx(a->t(), imp_.file().dir, where() + ": attribute '" + name + "'");
+  }
+  void ignoreAttr(const char* name) override { read_.insert(name); }
+  std::vector<OnnxValue> subgraph(const char* name, const std::vector<OnnxValue>& inputs) override {
+    return imp_.importGraph(graphAttr(name), inputs, where() + ": attribute '" + name + "'");
+  }
+  size_t subgraphNumInputs(const char* name) override { return static_cast<size_t>(graphAttr(name).input_size()); }
+  size_t subgraphNumOutputs(const char* name) override { return static_cast<size_t>(graphAttr(name).output_size()); }
+
+  size_t numOutputs() const override { return static_cast<size_t>(node_.output_size()); }
+  bool wantsOutput(size_t i) const override { return i < numOutputs() && !node_.output(static_cast<int>(i)).empty(); }
+  void setOutputValue(size_t i, OnnxValue v) override {
+    ONYX_ASSERT(i < outputs_.size(), where(), ": importer set output ", i, " of ", outputs_.size());
+    outputs_[i] = std::move(v);
+    set_.insert(i);
+  }
+  Type declaredOutputType(size_t i) const override {
+    return wantsOutput(i) ? imp_.declaredType(node_.output(static_cast<int>(i))) : Type::undefined;
+  }
+
+  // After the import function ran: every attribute read, every wanted output set.
+  void finish() {
+    for(const auto& a : node_.attribute())
+      if(!read_.count(a.name())) fail("attribute '", a.name(), "' is not supported");
+    for(size_t i = 0; i < numOutputs(); ++i)
+      if(wantsOutput(i)) check(set_.count(i) > 0, "output ", i, " ('", node_.output(static_cast<int>(i)), "') is not supported");
+  }
+  std::vector<OnnxValue>& outputs() { return outputs_; }
+
+private:
+  const ::onnx::AttributeProto* find(const char* name) const {
+    for(const auto& a : node_.attribute())
+      if(a.name() == name) return &a;
+    return nullptr;
+  }
+  const ::onnx::AttributeProto* get(const char* name) {
+    read_.insert(name);
+    return find(name);
+  }
+  void expect(const ::onnx::AttributeProto& a, ::onnx::AttributeProto::AttributeType t) const {
+    check(a.type() == t || a.type() == ::onnx::AttributeProto::UNDEFINED, "attribute '", a.name(), "' must be ",
+          attrTypeName(t), ", got ", attrTypeName(a.type()));
+  }
+  const ::onnx::GraphProto& graphAttr(const char* name) {
+    auto* a = get(name);
+    check(a != nullptr, "attribute '", name, "' is required");
+    expect(*a, ::onnx::AttributeProto::GRAPH);
+    return a->g();
+  }
+
+  OnnxGraphImporter& imp_;
+  const ::onnx::NodeProto& node_;
+  int opset_;
+  std::string name_;
+  std::set<std::string> read_;
+  std::set<size_t> set_;
+  std::vector<OnnxValue> outputs_;
+};
+
+}  // namespace
+
+OnnxGraphImporter::OnnxGraphImporter(const OnnxModelFile& file, const std::map<std::string, Tensor>& initializers,
+                                     ExpressionGraph& graph, ImportOptions options)
+    : file_(file), initializers_(initializers), graph_(graph), options_(options) {
+  auto note = [&](const ::onnx::ValueInfoProto& v) {
+    Type t = onnxElemType(v.type());
+    if(t != Type::undefined) declaredTypes_[v.name()] = t;
+  };
+  const auto& g = file_.proto.graph();
+  for(const auto& v : g.value_info()) note(v);
+  for(const auto& v : g.output()) note(v);
+}
+
+Type OnnxGraphImporter::declaredType(const std::string& name) const {
+  auto it = declaredTypes_.find(name);
+  return it == declaredTypes_.end() ? Type::undefined : it->second;
+}
+
+OnnxValue OnnxGraphImporter::lookup(const std::string& name) const {
+  for(auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(name);
+    if(f != it->end()) return f->second;
+  }
+  throw Error(str("'", name, "' is not produced by any earlier node, initializer or graph input"));
+}
+
+void OnnxGraphImporter::bindScope(const std::string& name, OnnxValue v) {
+  ONYX_ASSERT(!scopes_.empty(), "no scope");
+  scopes_.back()[name] = std::move(v);
+}
+
+bool OnnxGraphImporter::isValueDependent(Node* root) {
+  // Iterative DFS with memo: does any input node feed `root`?
+  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};
+  while(!stack.empty()) {
+    auto& [n, k] = stack.back();
+    auto memo = dependsOnInput_.find(n);
+    if(memo != dependsOnInput_.end()) {
+      stack.pop_back();
+      continue;
+    }
+    if(n->kind() == NodeKind::Input) {
+      dependsOnInput_[n] = true;
+      stack.pop_back();
+      continue;
+    }
+    if(k < n->numChildren()) {
+      Node* c = n->child(k++).get();
+      if(!dependsOnInput_.count(c)) stack.push_back({c, 0});
+      continue;
+    }
+    bool dep = false;
+    for(size_t i = 0; i < n->numChildren() && !dep; ++i) dep = dependsOnInput_[n->child(i).get()];
+    dependsOnInput_[n] = dep;
+    stack.pop_back();
+  }
+  return dependsOnInput_[root];
+}
+
+void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
+  const std::string& dom = node.domain();
+  int opset = file_.opset(dom);
+  std::string nodeName = node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type()) : node.name();
+  std::string domShown = dom.empty() ? "ai.onnx" : dom;
+  if(opset < 0)
+    throw Error(str("node '", nodeName, "' (", node.op_type(), "): domain '", domShown,
+                    "' is not in the model's opset_import"));
+  const OnnxImportEntry* rule = findOnnxImport(dom, node.op_type(), opset);
+  if(!rule) {
+    std::string known;
+    for(const auto& e : onnxImportTable())
+      if(e.opType == node.op_type() && (e.domain == dom || (e.domain.empty() && dom == "ai.onnx")))
+        known += str(known.empty() ? "" : ", ", e.since, e.until >= (1 << 30) ? "+" : str("-", e.until));
+    if(known.empty())
+      throw Error(str("node '", nodeName, "' (", node.op_type(), ", domain ", domShown, ", opset ", opset,
+                      "): unsupported op"));
+    throw Error(str("node '", nodeName, "' (", node.op_type(), ", domain ", domShown, ", opset ", opset,
+                    "): unsupported opset (Onyx imports ", node.op_type(), " at opsets ", known, ")"));
+  }
+  NodeCtx ctx(*this, node, opset);
+  // Inputs must exist before the import runs, so the error names them.
+  for(int i = 0; i < node.input_size(); ++i)
+    if(!node.input(i).empty()) {
+      try {
+        lookup(node.input(i));
+      } catch(const Error& e) {
+        ctx.fail("input ", i, " ", e.what());
+      }
+    }
+  try {
+    rule->fn(ctx);
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    if(msg.rfind(ctx.where(), 0) == 0) throw;  // already names the node
+    throw Error(ctx.where() + ": " + msg);
+  }
+  ctx.finish();
+  for(int i = 0; i < node.output_size(); ++i) {
+    if(node.output(i).empty()) continue;
+    OnnxValue& v = ctx.outputs()[static_cast<size_t>(i)];
+    if(v.kind == OnnxValue::Kind::Tensor && v.tensor->kind() == NodeKind::Op && v.tensor->name().empty())
+      v.tensor->set_name(node.output(i));
+    bindScope(node.output(i), v);
+  }
+}
+
+std::vector<OnnxValue> OnnxGraphImporter::importGraph(const ::onnx::GraphProto& g, const std::vector<OnnxValue>& inputs,
+                                                      const std::string& where) {
+  if(static_cast<size_t>(g.input_size()) != inputs.size())
+    throw Error(str(where, ": the subgraph takes ", g.input_size(), " inputs, given ", inputs.size()));
+  scopes_.emplace_back();
+  struct Pop {
+    std::vector<std::unordered_map<std::string, OnnxValue>>& s;
+    ~Pop() { s.pop_back(); }
+  } pop{scopes_};
+  for(const auto& v : g.value_info()) {
+    Type t = onnxElemType(v.type());
+    if(t != Type::undefined) declaredTypes_[v.name()] = t;
+  }
+  for(const auto& v : g.output()) {
+    Type t = onnxElemType(v.type());
+    if(t != Type::undefined) declaredTypes_[v.name()] = t;
+  }
+  for(const auto& init : g.initializer())
+    bindScope(init.name(), OnnxValue::of(graph_.constant(tensorFromOnnx(init, file_.dir, where + ": initializer '" + init.name() + "'"))));
+  for(int i = 0; i < g.input_size(); ++i) bindScope(g.input(i).name(), inputs[static_cast<size_t>(i)]);
+  for(const auto& n : g.node()) importNode(n);
+  std::vector<OnnxValue> out;
+  for(const auto& o : g.output()) {
+    try {
+      out.push_back(lookup(o.name()));
+    } catch(const Error& e) {
+      throw Error(str(where, ": output ", e.what()));
+    }
+  }
+  return out;
+}
+
+std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::string, OnnxValue>& inputs) {
+  const auto& g = file_.proto.graph();
+  const std::string& path = file_.path;
+  scopes_.clear();
+  scopes_.emplace_back();
+  try {
+    // Initializers: shared constants, or params for training.
+    for(const auto& kv : initializers_) {
+      if(inputs.count(kv.first)) continue;  // a graph input overrides its initializer
+      const Tensor& t = kv.second;
+      Expr e;
+      if(options_.trainable && isFloat(t->type())) {
+        Tensor src = t;
+        e = graph_.param(kv.first, t->shape(), [src](TensorBase& dst, Rng&) { dst.copyFrom(*src); }, t->type(), true);
+      } else {
+        e = graph_.constant(t);
+      }
+      bindScope(kv.first, OnnxValue::of(e));
+    }
+    std::map<std::string, std::string> symbols;  // dim_param -> "name:axis=value" consistency
+    std::map<std::string, int64_t> symbolValues;
+    for(const auto& in : g.input()) {
+      auto it = inputs.find(in.name());
+      if(it == inputs.end()) {
+        if(initializers_.count(in.name())) continue;
+        throw Error(str("input '", in.name(), "' (", describeOnnxType(in.type()), ") is missing"));
+      }
+      const OnnxValue& v = it->second;
+      if(v.kind != OnnxValue::Kind::Tensor) {
+        bindScope(in.name(), v);
+        markValueDependent();
+        continue;
+      }
+      Expr t = v.tensor;
+      Type want = onnxElemType(in.type());
+      if(want != Type::undefined && in.type().has_tensor_type() && t->value_type() != want)
+        throw Error(str("input '", in.name(), "': expected ", typeName(want), ", got ", typeName(t->value_type())));
+      if(in.type().has_tensor_type() && in.type().tensor_type().has_shape()) {
+        const auto& sh = in.type().tensor_type().shape();
+        const Shape& s = t->shape();
+        if(sh.dim_size() != s.rank())
+          throw Error(str("input '", in.name(), "': shape ", s, " contradicts the model's ", describeOnnxType(in.type())));
+        for(int d = 0; d < sh.dim_size(); ++d) {
+          const auto& dim = sh.dim(d);
+          int64_t got = s.dims()[d];
+          if(dim.has_dim_value() && dim.dim_value() != got)
+            throw Error(str("input '", in.name(), "': shape ", s, " contradicts the model's ", describeOnnxType(in.type()),
+                            " at axis ", d));
+          if(dim.has_dim_param() && !dim.dim_param().empty()) {
+            auto sv = symbolValues.find(dim.dim_param());
+            if(sv != symbolValues.end() && sv->second != got)
+              throw Error(str("input '", in.name(), "': dim '", dim.dim_param(), "' is ", got, " here but ", sv->second,
+                              " in ", symbols[dim.dim_param()]));
+            symbolValues[dim.dim_param()] = got;
+            symbols[dim.dim_param()] = str("input '", in.name(), "' axis ", d);
+          }
+        }
+      }
+      bindScope(in.name(), v);
+      if(t->kind() == NodeKind::Input) inputNodes_[in.name()] = t;
+    }
+    for(const auto& n : g.node()) importNode(n);
+    std::map<std::string, OnnxValue> out;
+    for(const auto& o : g.output()) {
+      try {
+        out[o.name()] = lookup(o.name());
+      } catch(const Error& e) {
+        throw Error(str("graph output ", e.what()));
+      }
+    }
+    return out;
+  } catch(const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace onyx

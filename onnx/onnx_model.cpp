@@ -1,0 +1,264 @@
+#include <onyx/onnx/onnx_model.h>
+
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/coded_stream.h>
+
+namespace onyx {
+
+namespace fs = std::filesystem;
+
+int OnnxModelFile::opset(const std::string& domain) const {
+  std::string d = domain == "ai.onnx" ? "" : domain;
+  auto it = opsets.find(d);
+  return it == opsets.end() ? -1 : it->second;
+}
+
+std::string readFileBytes(const std::string& path) {
+  std::error_code ec;
+  if(!fs::exists(path, ec)) throw Error(str(path, ": no such file"));
+  if(fs::is_directory(path, ec)) throw Error(str(path, ": is a directory, not a file"));
+  std::ifstream f(path, std::ios::binary);
+  if(!f) throw Error(str(path, ": cannot open for reading"));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if(f.bad()) throw Error(str(path, ": read error"));
+  return ss.str();
+}
+
+namespace {
+
+template <class Msg>
+void parseMessage(Msg& msg, const std::string& bytes, const std::string& where, const char* kind) {
+  if(bytes.empty()) throw Error(str(where, ": empty file, not ", kind));
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+  in.SetTotalBytesLimit(INT_MAX);
+  if(!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    throw Error(str(where, ": not ", kind, " (protobuf parse failed: truncated or corrupt file)"));
+}
+
+void checkGraphNames(const ::onnx::GraphProto& g, const std::string& where) {
+  for(const auto& n : g.node())
+    if(n.op_type().empty()) throw Error(str(where, ": node '", n.name(), "' has no op_type"));
+}
+
+}  // namespace
+
+std::shared_ptr<OnnxModelFile> parseOnnxModel(const std::string& bytes, const std::string& where,
+                                             const std::string& dir) {
+  auto m = std::make_shared<OnnxModelFile>();
+  m->path = where;
+  m->dir = dir;
+  parseMessage(m->proto, bytes, where, "an ONNX model");
+  const auto& p = m->proto;
+  if(!p.has_ir_version() || p.ir_version() <= 0)
+    throw Error(str(where, ": not an ONNX model (no ir_version: wrong magic or not a ModelProto)"));
+  if(p.ir_version() < kMinIrVersion || p.ir_version() > kMaxIrVersion)
+    throw Error(str(where, ": IR version ", p.ir_version(), " is not supported (this build reads ", kMinIrVersion,
+                    " to ", kMaxIrVersion, ")"));
+  if(!p.has_graph()) throw Error(str(where, ": the model has no graph"));
+  for(const auto& o : p.opset_import()) {
+    std::string d = o.domain() == "ai.onnx" ? "" : o.domain();
+    m->opsets[d] = static_cast<int>(o.version());
+  }
+  if(p.opset_import_size() == 0) m->opsets[""] = 1;  // IR 3 models may omit it
+  auto it = m->opsets.find("");
+  if(it != m->opsets.end() && (it->second < kMinOpset || it->second > kMaxOpset))
+    throw Error(str(where, ": opset ", it->second, " of domain ai.onnx is not supported (this build reads ",
+                    kMinOpset, " to ", kMaxOpset, ")"));
+  checkGraphNames(p.graph(), where);
+  return m;
+}
+
+std::shared_ptr<OnnxModelFile> loadOnnxModel(const std::string& path) {
+  std::string bytes = readFileBytes(path);
+  fs::path dir = fs::path(path).parent_path();
+  if(dir.empty()) dir = ".";
+  return parseOnnxModel(bytes, path, dir.string());
+}
+
+// ---- tensors
+
+namespace {
+
+Type checkedType(int32_t dt, const std::string& what) {
+  if(dt <= 0 || dt >= kNumTypes) throw Error(str(what, ": unknown element type ", dt));
+  return static_cast<Type>(dt);
+}
+
+// Reads [offset, offset+length) of an external file under `dir`.
+std::string readExternal(const ::onnx::TensorProto& t, const std::string& dir, const std::string& what,
+                         size_t expectBytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for(const auto& kv : t.external_data()) {
+    if(kv.key() == "location") location = kv.value();
+    else if(kv.key() == "offset") offset = std::stoll(kv.value());
+    else if(kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if(location.empty()) throw Error(str(what, ": external data without a location"));
+  fs::path rel(location);
+  if(rel.is_absolute()) throw Error(str(what, ": external data path '", location, "' is absolute; it must be relative to the model's folder"));
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::absolute(dir), ec);
+  fs::path full = fs::weakly_canonical(fs::absolute(fs::path(dir) / rel), ec);
+  if(ec) throw Error(str(what, ": external data path '", location, "' cannot be resolved"));
+  // Canonical paths resolve symlinks: the file must stay inside the model's folder.
+  auto b = base.native(), f = full.native();
+  if(f.size() <= b.size() || f.compare(0, b.size(), b) != 0 || f[b.size()] != '/')
+    throw Error(str(what, ": external data path '", location, "' leaves the model's folder"));
+  if(!fs::is_regular_file(full, ec)) throw Error(str(what, ": external data file '", location, "' not found"));
+  uint64_t fileSize = fs::file_size(full, ec);
+  if(offset < 0) throw Error(str(what, ": negative external data offset"));
+  if(length < 0) length = static_cast<int64_t>(expectBytes);
+  if(static_cast<size_t>(length) != expectBytes)
+    throw Error(str(what, ": external data length ", length, " does not match its shape (", expectBytes, " bytes)"));
+  if(static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) > fileSize)
+    throw Error(str(what, ": external data [", offset, ", ", offset + length, ") lies beyond the end of '", location,
+                    "' (", fileSize, " bytes)"));
+  std::ifstream in(full, std::ios::binary);
+  in.seekg(offset);
+  std::string data(static_cast<size_t>(length), '\0');
+  in.read(&data[0], length);
+  if(!in) throw Error(str(what, ": cannot read external data from '", location, "'"));
+  return data;
+}
+
+template <class Field>
+void checkCount(const Field& f, int64_t n, const std::string& what, const char* name) {
+  if(static_cast<int64_t>(f.size()) != n)
+    throw Error(str(what, ": ", name, " holds ", f.size(), " values but the shape needs ", n));
+}
+
+}  // namespace
+
+Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, const std::string& what) {
+  Type type = checkedType(t.data_type(), what);
+  std::vector<int64_t> dims;
+  for(auto d : t.dims()) {
+    if(d < 0) throw Error(str(what, ": negative dimension ", d));
+    dims.push_back(d);
+  }
+  Shape shape(dims);
+  int64_t n = shape.elements();
+  if(type == Type::complex64 || type == Type::complex128)
+    throw Error(str(what, ": element type ", typeName(type), " is not supported"));
+  Tensor out = TensorBase::create(shape, type);
+  if(type == Type::string) {
+    if(static_cast<int64_t>(t.string_data_size()) != n)
+      throw Error(str(what, ": string_data holds ", t.string_data_size(), " values but the shape needs ", n));
+    for(int64_t i = 0; i < n; ++i) out->strings()[static_cast<size_t>(i)] = t.string_data(static_cast<int>(i));
+    return out;
+  }
+  size_t bytes = out->bytes();
+  char* dst = static_cast<char*>(out->raw());
+  if(t.data_location() == ::onnx::TensorProto::EXTERNAL) {
+    std::string data = readExternal(t, dir, what, bytes);
+    if(bytes) std::memcpy(dst, data.data(), bytes);
+    return out;
+  }
+  if(t.has_raw_data()) {
+    if(t.raw_data().size() != bytes)
+      throw Error(str(what, ": raw_data has ", t.raw_data().size(), " bytes but shape ", shape, " of ", typeName(type),
+                      " needs ", bytes));
+    if(bytes) std::memcpy(dst, t.raw_data().data(), bytes);
+    return out;
+  }
+  switch(type) {
+    case Type::float32:
+      checkCount(t.float_data(), n, what, "float_data");
+      if(n) std::memcpy(dst, t.float_data().data(), bytes);
+      break;
+    case Type::float64:
+      checkCount(t.double_data(), n, what, "double_data");
+      if(n) std::memcpy(dst, t.double_data().data(), bytes);
+      break;
+    case Type::int64:
+      checkCount(t.int64_data(), n, what, "int64_data");
+      if(n) std::memcpy(dst, t.int64_data().data(), bytes);
+      break;
+    case Type::uint32: case Type::uint64:
+      checkCount(t.uint64_data(), n, what, "uint64_data");
+      for(int64_t i = 0; i < n; ++i) {
+        uint64_t v = t.uint64_data(static_cast<int>(i));
+        if(type == Type::uint32) reinterpret_cast<uint32_t*>(dst)[i] = static_cast<uint32_t>(v);
+        else reinterpret_cast<uint64_t*>(dst)[i] = v;
+      }
+      break;
+    case Type::int32: case Type::int16: case Type::int8: case Type::uint16: case Type::uint8:
+    case Type::boolean: case Type::float16: case Type::bfloat16:
+    case Type::float8e4m3fn: case Type::float8e4m3fnuz: case Type::float8e5m2: case Type::float8e5m2fnuz:
+    case Type::float8e8m0:
+      checkCount(t.int32_data(), n, what, "int32_data");
+      for(int64_t i = 0; i < n; ++i) {
+        int32_t v = t.int32_data(static_cast<int>(i));
+        switch(typeBits(type)) {
+          case 32: reinterpret_cast<int32_t*>(dst)[i] = v; break;
+          case 16: reinterpret_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(v); break;
+          default: reinterpret_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(v); break;
+        }
+      }
+      break;
+    case Type::int4: case Type::uint4: case Type::float4e2m1: {
+      // Two 4-bit values per byte; int32_data holds the bytes.
+      int64_t packed = (n + 1) / 2;
+      if(static_cast<int64_t>(t.int32_data_size()) != packed)
+        throw Error(str(what, ": int32_data holds ", t.int32_data_size(), " bytes but the shape needs ", packed));
+      for(int64_t i = 0; i < packed; ++i) reinterpret_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
+      break;
+    }
+    default:
+      throw Error(str(what, ": element type ", typeName(type), " is not supported"));
+  }
+  return out;
+}
+
+void tensorToOnnx(const TensorBase& t, ::onnx::TensorProto& out) {
+  out.Clear();
+  out.set_data_type(static_cast<int32_t>(t.type()));
+  for(int64_t d : t.shape().dims()) out.add_dims(d);
+  if(t.type() == Type::string) {
+    for(const auto& s : const_cast<TensorBase&>(t).strings()) out.add_string_data(s);
+    return;
+  }
+  ONYX_CHECK(t.getDeviceId().type == DeviceType::cpu, "tensorToOnnx: tensor on ", t.getDeviceId().toString());
+  out.set_raw_data(static_cast<const char*>(t.raw()), t.bytes());
+}
+
+Tensor readTensorPb(const std::string& path) {
+  ::onnx::TensorProto p;
+  parseMessage(p, readFileBytes(path), path, "a TensorProto");
+  fs::path dir = fs::path(path).parent_path();
+  return tensorFromOnnx(p, dir.empty() ? "." : dir.string(), path);
+}
+
+std::string describeOnnxType(const ::onnx::TypeProto& t) {
+  switch(t.value_case()) {
+    case ::onnx::TypeProto::kTensorType: {
+      std::string s = t.tensor_type().elem_type() > 0 && t.tensor_type().elem_type() < kNumTypes
+                          ? typeName(static_cast<Type>(t.tensor_type().elem_type()))
+                          : "?";
+      if(t.tensor_type().has_shape()) {
+        s += "[";
+        for(int i = 0; i < t.tensor_type().shape().dim_size(); ++i) {
+          const auto& d = t.tensor_type().shape().dim(i);
+          if(i) s += ",";
+          s += d.has_dim_value() ? std::to_string(d.dim_value()) : (d.has_dim_param() ? d.dim_param() : "?");
+        }
+        s += "]";
+      }
+      return s;
+    }
+    case ::onnx::TypeProto::kSequenceType: return "seq(" + describeOnnxType(t.sequence_type().elem_type()) + ")";
+    case ::onnx::TypeProto::kOptionalType: return "optional(" + describeOnnxType(t.optional_type().elem_type()) + ")";
+    case ::onnx::TypeProto::kMapType: return "map";
+    default: return "?";
+  }
+}
+
+}  // namespace onyx

@@ -1,0 +1,89 @@
+// onnx-run: runs an ONNX model on inputs from files and writes its outputs.
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "tool_common.h"
+
+using namespace onyx;
+namespace fs = std::filesystem;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Runs an ONNX model with Onyx.\n\n"
+               "Examples:\n"
+               "  onnx-run model.onnx --input x=x.npy --output-dir out/\n"
+               "  onnx-run model.onnx --input x=input_0.pb --threads 2\n"
+               "  onnx-run test_abs/model.onnx --test-data test_abs/test_data_set_0\n"};
+  std::string modelPath, outDir, testData, device = "cpu";
+  std::vector<std::string> inputs;
+  int threads = 0;
+  double rtol = 1e-3, atol = 1e-5;
+  app.add_option("model", modelPath, "the .onnx file")->required();
+  app.add_option("--input", inputs, "NAME=FILE (.npy or TensorProto .pb); repeat per input");
+  app.add_option("--output-dir", outDir, "write each output as DIR/<output name>.npy");
+  app.add_option("--test-data", testData,
+                 "a test_data_set_N folder: inputs from its input_*.pb (unless --input), outputs compared with output_*.pb");
+  app.add_option("--threads", threads, "CPU threads (0: default)");
+  app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
+  app.add_option("--rtol", rtol, "relative tolerance for --test-data")->capture_default_str();
+  app.add_option("--atol", atol, "absolute tolerance for --test-data")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    auto model = Model::load(modelPath);
+    SessionOptions so;
+    so.device = parseDevice(device);
+    so.threads = threads;
+    Session session(model, so);
+    HostValues in;
+    tools::TestDataSet set;
+    if(!testData.empty()) {
+      set = tools::readTestDataSet(testData, *model);
+      if(inputs.empty()) in = set.inputs;
+    }
+    for(const auto& spec : inputs) {
+      size_t eq = spec.find('=');
+      if(eq == std::string::npos || eq == 0) throw Error(str("--input '", spec, "': expected NAME=FILE"));
+      std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+      const ValueInfo* info = nullptr;
+      for(const auto& i : model->inputs())
+        if(i.name == name) info = &i;
+      if(!info) {
+        std::string names;
+        for(const auto& i : model->inputs()) names += (names.empty() ? "" : ", ") + i.name;
+        throw Error(str("--input '", spec, "': the model has no input '", name, "' (inputs: ", names, ")"));
+      }
+      in[name] = tools::readValueFile(file, info);
+    }
+    HostValues out = session.runValues(in);
+    if(!outDir.empty()) fs::create_directories(outDir);
+    for(const auto& o : model->outputs()) {
+      const HostValue& v = out.at(o.name);
+      if(v.kind == OnnxValue::Kind::Tensor) {
+        std::cout << o.name << ": " << typeName(v.tensor->type()) << " " << v.tensor->shape() << "\n";
+        if(!outDir.empty()) tools::writeNpyAtomic((fs::path(outDir) / (o.name + ".npy")).string(), *v.tensor);
+      } else if(v.kind == OnnxValue::Kind::Sequence) {
+        std::cout << o.name << ": sequence of " << v.sequence.size() << "\n";
+        for(size_t i = 0; i < v.sequence.size() && !outDir.empty(); ++i)
+          tools::writeNpyAtomic((fs::path(outDir) / (o.name + "_" + std::to_string(i) + ".npy")).string(), *v.sequence[i]);
+      } else {
+        std::cout << o.name << ": none\n";
+      }
+    }
+    if(!testData.empty()) {
+      for(const auto& kv : set.expected) {
+        std::string r = tools::compareValues(kv.second, out.at(kv.first), rtol, atol);
+        if(!r.empty()) {
+          std::cerr << "onnx-run: " << testData << ": output '" << kv.first << "': " << r << "\n";
+          return 1;
+        }
+      }
+      std::cout << "outputs match " << testData << " (rtol " << rtol << ", atol " << atol << ")\n";
+    }
+    return 0;
+  } catch(const std::exception& e) {
+    std::cerr << "onnx-run: " << e.what() << "\n";
+    return 1;
+  }
+}

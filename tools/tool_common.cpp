@@ -1,0 +1,165 @@
+#include "tool_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <onyx/io/npz.h>
+#include <onnx/onnx-data_pb.h>
+#include <onyx/onnx/onnx_model.h>
+
+namespace onyx {
+namespace tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool endsWith(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+template <class Msg>
+void parse(Msg& m, const std::string& bytes, const std::string& path, const char* what) {
+  if(!m.ParseFromString(bytes)) throw Error(str(path, ": not ", what, " (protobuf parse failed)"));
+}
+
+HostValue fromSequence(const ::onnx::SequenceProto& s, const std::string& dir, const std::string& path) {
+  std::vector<Tensor> v;
+  for(const auto& t : s.tensor_values()) v.push_back(tensorFromOnnx(t, dir, path));
+  if(s.sequence_values_size() || s.map_values_size() || s.optional_values_size())
+    throw Error(str(path, ": nested sequences/maps are not supported"));
+  Type et = s.elem_type() == ::onnx::SequenceProto::TENSOR && !v.empty() ? v[0]->type() : Type::undefined;
+  return HostValue::seq(std::move(v), et);
+}
+
+}  // namespace
+
+HostValue readValueFile(const std::string& path, const ValueInfo* info) {
+  std::string bytes = readFileBytes(path);
+  if(endsWith(path, ".npy")) return HostValue::of(io::parseNpy(bytes, path));
+  std::string dir = fs::path(path).parent_path().string();
+  if(dir.empty()) dir = ".";
+  std::string kind = info ? info->kind : "tensor";
+  if(kind == "sequence") {
+    ::onnx::SequenceProto s;
+    parse(s, bytes, path, "a SequenceProto");
+    HostValue v = fromSequence(s, dir, path);
+    if(info && v.elemType == Type::undefined) v.elemType = info->type;
+    return v;
+  }
+  if(kind == "optional") {
+    ::onnx::OptionalProto o;
+    parse(o, bytes, path, "an OptionalProto");
+    if(o.has_tensor_value()) return HostValue::of(tensorFromOnnx(o.tensor_value(), dir, path));
+    if(o.has_sequence_value()) return fromSequence(o.sequence_value(), dir, path);
+    return HostValue::none(info ? info->type : Type::undefined);
+  }
+  ::onnx::TensorProto t;
+  parse(t, bytes, path, "a TensorProto");
+  return HostValue::of(tensorFromOnnx(t, dir, path));
+}
+
+std::vector<std::string> testDataSets(const std::string& caseDir) {
+  std::vector<std::string> v;
+  std::error_code ec;
+  for(const auto& e : fs::directory_iterator(caseDir, ec))
+    if(e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) v.push_back(e.path().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TestDataSet readTestDataSet(const std::string& dir, const Model& model) {
+  TestDataSet s;
+  s.dir = dir;
+  const auto& ins = model.inputs();
+  for(size_t i = 0;; ++i) {
+    std::string p = dir + "/input_" + std::to_string(i) + ".pb";
+    if(!fs::exists(p)) break;
+    if(i >= ins.size()) throw Error(str(p, ": the model has only ", ins.size(), " inputs"));
+    s.inputs[ins[i].name] = readValueFile(p, &ins[i]);
+  }
+  const auto& outs = model.outputs();
+  for(size_t i = 0;; ++i) {
+    std::string p = dir + "/output_" + std::to_string(i) + ".pb";
+    if(!fs::exists(p)) break;
+    if(i >= outs.size()) throw Error(str(p, ": the model has only ", outs.size(), " outputs"));
+    s.expected.emplace_back(outs[i].name, readValueFile(p, &outs[i]));
+  }
+  return s;
+}
+
+namespace {
+
+std::string compareTensors(const TensorBase& want, const TensorBase& got, double rtol, double atol) {
+  if(want.type() != got.type())
+    return str("type ", typeName(got.type()), ", expected ", typeName(want.type()));
+  if(want.shape() != got.shape()) return str("shape ", got.shape(), ", expected ", want.shape());
+  if(want.type() == Type::string) {
+    auto& w = const_cast<TensorBase&>(want).strings();
+    auto& g = const_cast<TensorBase&>(got).strings();
+    for(size_t i = 0; i < w.size(); ++i)
+      if(w[i] != g[i]) return str("element ", i, " is '", g[i], "', expected '", w[i], "'");
+    return "";
+  }
+  if(!isComputeType(want.type())) {
+    if(want.bytes() && std::memcmp(want.raw(), got.raw(), want.bytes()) != 0) return "bytes differ";
+    return "";
+  }
+  bool exact = !isFloat(want.type());
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for(int64_t i = 0; i < want.size(); ++i) {
+    double w = want.getAsDouble(i), g = got.getAsDouble(i);
+    bool ok;
+    if(exact) ok = w == g;
+    else if(std::isnan(w) || std::isnan(g)) ok = std::isnan(w) && std::isnan(g);
+    else if(std::isinf(w) || std::isinf(g)) ok = w == g;
+    else ok = std::fabs(w - g) <= atol + rtol * std::fabs(w);
+    if(!ok) {
+      if(first < 0) first = i;
+      ++bad;
+      if(!std::isnan(w - g)) worst = std::max(worst, std::fabs(w - g));
+    }
+  }
+  if(!bad) return "";
+  return str(bad, " of ", want.size(), " values differ; first at ", first, ": got ", got.getAsDouble(first),
+             ", expected ", want.getAsDouble(first), " (max abs diff ", worst, ")");
+}
+
+}  // namespace
+
+std::string compareValues(const HostValue& want, const HostValue& got, double rtol, double atol) {
+  if(want.kind != got.kind) {
+    auto k = [](OnnxValue::Kind x) {
+      return x == OnnxValue::Kind::Tensor ? "tensor" : x == OnnxValue::Kind::Sequence ? "sequence" : "none";
+    };
+    return str("got a ", k(got.kind), ", expected a ", k(want.kind));
+  }
+  if(want.kind == OnnxValue::Kind::Tensor) return compareTensors(*want.tensor, *got.tensor, rtol, atol);
+  if(want.kind == OnnxValue::Kind::Sequence) {
+    if(want.sequence.size() != got.sequence.size())
+      return str("sequence of ", got.sequence.size(), ", expected ", want.sequence.size());
+    for(size_t i = 0; i < want.sequence.size(); ++i) {
+      std::string r = compareTensors(*want.sequence[i], *got.sequence[i], rtol, atol);
+      if(!r.empty()) return str("sequence element ", i, ": ", r);
+    }
+  }
+  return "";
+}
+
+std::string checkTestDataSet(Session& session, const TestDataSet& set, double rtol, double atol) {
+  HostValues got = session.runValues(set.inputs);
+  for(const auto& kv : set.expected) {
+    auto it = got.find(kv.first);
+    if(it == got.end()) return str("output '", kv.first, "' missing");
+    std::string r = compareValues(kv.second, it->second, rtol, atol);
+    if(!r.empty()) return str(fs::path(set.dir).filename().string(), " output '", kv.first, "': ", r);
+  }
+  return "";
+}
+
+void writeNpyAtomic(const std::string& path, const TensorBase& t) { io::writeFileAtomic(path, io::npyBytes(t)); }
+
+}  // namespace tools
+}  // namespace onyx

@@ -1,0 +1,35 @@
+// Shared by the onnx-* tools: reading inputs (.npy, TensorProto .pb,
+// SequenceProto/OptionalProto .pb), ONNX test_data_set folders, and
+// comparing outputs with tolerances.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <onyx/converters/model.h>
+
+namespace onyx {
+namespace tools {
+
+// A value file for `info`: .npy, or a serialized TensorProto / SequenceProto /
+// OptionalProto (.pb) chosen by the kind the model declares.
+HostValue readValueFile(const std::string& path, const ValueInfo* info);
+
+struct TestDataSet {
+  std::string dir;
+  HostValues inputs;
+  std::vector<std::pair<std::string, HostValue>> expected;  // in model output order
+};
+// Reads input_N.pb / output_N.pb of a test_data_set_N folder for `model`.
+TestDataSet readTestDataSet(const std::string& dir, const Model& model);
+std::vector<std::string> testDataSets(const std::string& caseDir);  // sorted test_data_set_* folders
+
+// "" when `got` matches `want` (type, shape, values within atol + rtol*|want|;
+// NaN matches NaN), else the reason, naming the first mismatch.
+std::string compareValues(const HostValue& want, const HostValue& got, double rtol, double atol);
+// Runs one test_data_set; returns "" or the failure reason.
+std::string checkTestDataSet(Session& session, const TestDataSet& set, double rtol, double atol);
+
+void writeNpyAtomic(const std::string& path, const TensorBase& t);
+
+}  // namespace tools
+}  // namespace onyx
