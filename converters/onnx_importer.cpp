@@ -55,8 +55,8 @@ public:
     if(!hasInput(i)) return OnnxValue::none();
     return imp_.lookup(node_.input(static_cast<int>(i)));
   }
-  Tensor value(size_t i) override {
-    Expr e = input(i);
+  Tensor value(size_t i) override { return valueOf(input(i)); }
+  Tensor valueOf(Expr e) override {
     if(imp_.isValueDependent(e.get())) imp_.markValueDependent();
     return imp_.graph().value(e);
   }

@@ -15,9 +15,9 @@ namespace onyx {
 
 // IR versions and opsets this build reads.
 constexpr int64_t kMinIrVersion = 3;
-constexpr int64_t kMaxIrVersion = 11;
+constexpr int64_t kMaxIrVersion = 13;
 constexpr int kMinOpset = 1;
-constexpr int kMaxOpset = 24;
+constexpr int kMaxOpset = 27;
 
 // A parsed, validated model file. Immutable once loaded: sessions share it.
 struct OnnxModelFile {

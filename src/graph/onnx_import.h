@@ -63,6 +63,9 @@ public:
   // Reading data that depends on a graph input makes the built graph valid
   // for these input values only (the session then rebuilds it per run).
   virtual Tensor value(size_t i) = 0;
+  // The same for any expression built during the import (a Loop body's
+  // condition, say).
+  virtual Tensor valueOf(Expr e) = 0;
   std::vector<int64_t> ints(size_t i);  // value(i) as int64s
   double scalar(size_t i);              // value(i)'s only element
 
