@@ -386,7 +386,15 @@ void ExpressionGraph::computeNode(Node* n) {
   n->val_ = TensorBase::create(n->shape_, n->type_, workspace_);
   KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
   for(Node* c : n->children_) ctx.in.push_back(c->val_.get());
-  k(ctx);
+  try {
+    k(ctx);
+  } catch(const Error& e) {
+    // Bad data found while running (an index out of range, say): name the node.
+    std::string msg = e.what();
+    std::string who = n->name_.empty() ? str("op ", op.name, " (node ", n->id_, ")") : str("node '", n->name_, "' (", op.name, ")");
+    if(msg.find(who) != std::string::npos) throw;
+    throw Error(str(who, ": ", msg));
+  }
   if(!n->debugMsg_.empty() && !n->backwardNode_) printDebug(n, false);
 }
 

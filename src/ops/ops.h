@@ -3,5 +3,6 @@
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/indexing.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 
 namespace onyx {
@@ -341,7 +342,28 @@ ONYX_OP(kReshape, "reshape")
     })
     .cpu(copyKernel)
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
-    .onnx("Reshape", 5);
+    .onnx("Reshape", 1)
+    .importer([](OnnxImportCtx& c) {
+      // Opsets 1-4 give the shape as an attribute, later ones as input 1. A
+      // 0 copies the input's dim at that position unless allowzero (14+).
+      Expr x = c.input(0);
+      std::vector<int64_t> s;
+      if(c.opset() < 5) {
+        if(c.hasAttr("consumed_inputs")) c.ignoreAttr("consumed_inputs");
+        s = c.attrInts("shape");
+      } else {
+        s = c.ints(1);
+      }
+      bool allowZero = c.attrInt("allowzero", 0) != 0;
+      const Shape& xs = x->shape();
+      for(size_t i = 0; i < s.size(); ++i) {
+        if(s[i] != 0 || allowZero) continue;
+        c.check(static_cast<int>(i) < xs.rank(), "shape ", attrToString(attr(s)), " has a 0 at position ", i,
+                " but the input ", xs, " has no dim there to copy");
+        s[i] = xs.dims()[i];
+      }
+      c.setOutput(0, reshape(x, s));
+    });
 
 Expr reshape(Expr x, const Shape& shape) {
   if(x->shape() == shape) return x;
@@ -373,7 +395,12 @@ ONYX_OP(kExpand, "expand")
       });
     })
     .backward([](GradCtx& g) { g.add(0, g.dy); })
-    .onnx("Expand", 8);
+    .onnx("Expand", 8)
+    .importer([](OnnxImportCtx& c) {
+      std::vector<int64_t> s = c.ints(1);
+      for(auto d : s) c.check(d >= 0, "shape ", attrToString(attr(s)), " has a negative dimension");
+      c.setOutput(0, expand(c.input(0), Shape(s)));
+    });
 
 Expr expand(Expr x, const Shape& shape) {
   if(x->shape() == shape) return x;
@@ -487,7 +514,22 @@ ONYX_OP(kSlice, "slice")
       at.push_back({"shape", attr(g.x(0)->shape().vec())});
       g.add(0, g.graph.make(Registry::instance().get("slice_scatter"), std::vector<Expr>{g.dy}, at));
     })
-    .onnx("Slice", 1);
+    .onnx("Slice", 1)
+    .importer([](OnnxImportCtx& c) {
+      // Attributes up to opset 9, inputs (starts, ends, [axes], [steps]) from 10.
+      std::vector<int64_t> starts, ends, axes, steps;
+      if(c.opset() < 10) {
+        starts = c.attrInts("starts");
+        ends = c.attrInts("ends");
+        axes = c.attrInts("axes");
+      } else {
+        starts = c.ints(1);
+        ends = c.ints(2);
+        if(c.numInputs() > 3 && c.hasInput(3)) axes = c.ints(3);
+        if(c.numInputs() > 4 && c.hasInput(4)) steps = c.ints(4);
+      }
+      c.setOutput(0, slice(c.input(0), starts, ends, axes, steps));
+    });
 
 Expr slice(Expr x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
            const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
@@ -604,6 +646,14 @@ ONYX_OP(kConcat, "concat")
       }
     })
     .onnx("Concat", 4);
+
+// Opsets 1-3: the axis is optional and defaults to 1.
+ONYX_ONNX_IMPORT(kConcatV1, "Concat", 1).until(3).importer([](OnnxImportCtx& c) {
+  std::vector<Expr> xs;
+  for(size_t i = 0; i < c.numInputs(); ++i) xs.push_back(c.input(i));
+  c.check(!xs.empty(), "needs at least one input");
+  c.setOutput(0, concat(xs, static_cast<int>(c.attrInt("axis", 1))));
+});
 
 Expr concat(const std::vector<Expr>& xs, int axis) {
   ONYX_CHECK(!xs.empty(), "concat: needs at least one input");
@@ -822,7 +872,43 @@ ONYX_OP(kPad, "pad")
       }
       g.add(0, d);
     })
-    .onnx("Pad", 2);
+    .onnx("Pad", 1)
+    .importer([](OnnxImportCtx& c) {
+      // Opset 1: attribute paddings; 2-10: attributes pads and value; 11+:
+      // inputs pads, [constant_value], and from 18 [axes] (pads then hold
+      // begins and ends for those axes only).
+      Expr x = c.input(0);
+      int r = x->shape().rank();
+      std::string mode = c.attrString("mode", "constant");
+      std::vector<int64_t> pads;
+      double value = 0;
+      if(c.opset() < 11) {
+        pads = c.attrInts(c.opset() < 2 ? "paddings" : "pads");
+        value = c.attrFloat("value", 0.0);
+      } else {
+        pads = c.ints(1);
+        if(c.numInputs() > 2 && c.hasInput(2)) {
+          Tensor v = c.value(2);
+          c.check(v->size() <= 1, "constant_value must hold one value, got shape ", v->shape());
+          if(v->size() == 1) value = v->getAsDouble(0);
+        }
+        if(c.numInputs() > 3 && c.hasInput(3)) {
+          std::vector<int64_t> axes = c.ints(3);
+          size_t m = axes.size();
+          c.check(pads.size() == 2 * m, "pads ", attrToString(attr(pads)), " must have 2 * ", m,
+                  " entries for axes ", attrToString(attr(axes)));
+          std::vector<int64_t> full(static_cast<size_t>(2 * r), 0);
+          for(size_t i = 0; i < m; ++i) {
+            c.check(axes[i] >= -r && axes[i] < r, "axis ", axes[i], " is out of range for rank ", r);
+            size_t a = static_cast<size_t>(axes[i] < 0 ? axes[i] + r : axes[i]);
+            full[a] = pads[i];
+            full[a + static_cast<size_t>(r)] = pads[i + m];
+          }
+          pads = full;
+        }
+      }
+      c.setOutput(0, pad(x, pads, mode, value));
+    });
 
 Expr pad(Expr x, const std::vector<int64_t>& pads, const std::string& mode, double value) {
   if(std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; }) &&

@@ -63,6 +63,25 @@ Expr scatter_add(Expr updates, int axis, Expr indices, int64_t dim);
 // "wrap" (periodic).
 Expr pad(Expr x, const std::vector<int64_t>& pads, const std::string& mode = "constant", double value = 0);
 
+// ---- src/ops/shape2.cpp
+
+// ONNX Trilu on the last two dims: upper keeps x[.., i, j] where j - i >= k,
+// lower where j - i <= k; everything else becomes 0.
+Expr trilu(Expr x, bool upper = true, int64_t k = 0);
+// ONNX Tile: x repeated repeats[k] times along axis k (one entry per dim).
+Expr tile(Expr x, const std::vector<int64_t>& repeats);
+// ONNX Squeeze (empty axes: every size-1 dim) and Unsqueeze (axes index the
+// result).
+Expr squeeze(Expr x, const std::vector<int64_t>& axes = {});
+Expr unsqueeze(Expr x, const std::vector<int64_t>& axes);
+// ONNX DepthToSpace on NCHW: mode "DCR" (depth-column-row) or "CRD"; and
+// its inverse SpaceToDepth (mode from opset 28).
+Expr depth_to_space(Expr x, int64_t blocksize, const std::string& mode = "DCR");
+Expr space_to_depth(Expr x, int64_t blocksize, const std::string& mode = "DCR");
+// ONNX ReverseSequence: along time_axis, the first lens[b] entries of batch
+// entry b (along batch_axis) are reversed; the axes are 0 and 1.
+Expr reverse_sequence(Expr x, const std::vector<int64_t>& lens, int batchAxis = 1, int timeAxis = 0);
+
 namespace detail {
 Expr sliceAxis(Expr x, int axis, int64_t start, int64_t end, int64_t step);
 }  // namespace detail

@@ -1,0 +1,933 @@
+// Indexing: gather_elements / scatter_elements, gather_nd / scatter_nd,
+// argmax / argmin, topk_indices, cumsum; and the ONNX imports built on them
+// (TopK, OneHot, NonZero, Compress, Unique, Scatter).
+//
+// Kernels that only move elements work on unsigned integers of the element's
+// size, so one instantiation per size serves every type. Indices are checked
+// in one pass before any parallel loop (threads cannot throw), and a bad one
+// is an onyx::Error naming the op, the node, the index and where it is.
+#include <onyx/ops/indexing.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <type_traits>
+
+#include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+
+namespace {
+
+// ---------------------------------------------------------------- helpers
+
+int64_t prodDims(const Shape::Dims& d, size_t from, size_t to) {
+  int64_t p = 1;
+  for(size_t i = from; i < to; ++i) p *= d[i];
+  return p;
+}
+
+bool isIndexType(Type t) { return t == Type::int64 || t == Type::int32; }
+
+// Normalises an axis in [-rank, rank) or fails the inference.
+int inferAxis(InferCtx& c, int64_t axis, int rank, const char* what = "axis") {
+  c.check(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank,
+          "..", rank - 1, ")");
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// The same in kernels and builders (inference has validated it already).
+int axisOf(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
+
+// Element-moving kernels: an unsigned type of the element's size.
+template <class Fn>
+void dispatchBytes(Type t, const char* op, Fn&& fn) {
+  ONYX_CHECK(isComputeType(t), op, ": element type ", t, " is not supported");
+  switch(typeBits(t)) {
+    case 8: fn(TypeTag<uint8_t>{}); return;
+    case 16: fn(TypeTag<uint16_t>{}); return;
+    case 32: fn(TypeTag<uint32_t>{}); return;
+    case 64: fn(TypeTag<uint64_t>{}); return;
+    default: fail(op, ": element type ", t, " is not supported");
+  }
+}
+
+std::string coordsOf(int64_t flat, const Shape::Dims& dims) {
+  std::vector<int64_t> c(dims.size());
+  for(size_t i = dims.size(); i-- > 0;) {
+    c[i] = dims[i] > 0 ? flat % dims[i] : 0;
+    if(dims[i] > 0) flat /= dims[i];
+  }
+  std::string s = "[";
+  for(size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
+  return s + "]";
+}
+
+[[noreturn]] void badIndex(const Node& node, int64_t i, int64_t flat, const Shape::Dims& idxDims, int axis,
+                           int64_t n) {
+  fail(node.type(), " (node ", node.getId(), "): index ", i, " at position ", coordsOf(flat, idxDims),
+       " of the indices is out of range for axis ", axis, " of size ", n, " (valid: ", -n, "..", n - 1, ")");
+}
+
+// Every index in [-n, n) for one axis.
+template <class I>
+void checkIndices(const TensorBase& ix, int64_t n, int axis, const Node& node) {
+  const I* p = ix.data<I>();
+  for(int64_t j = 0, m = ix.size(); j < m; ++j) {
+    int64_t i = static_cast<int64_t>(p[j]);
+    if(i < -n || i >= n) badIndex(node, i, j, ix.shape().dims(), axis, n);
+  }
+}
+
+inline int64_t resolve(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
+
+// Calls f(i, off) for i in [lo, hi) of the row-major index space `dims`, with
+// off = sum_k coord_k(i) * str[k].
+template <class F>
+void walkOffsets(const Shape::Dims& dims, const Shape::Dims& str, int64_t lo, int64_t hi, F&& f) {
+  if(lo >= hi) return;
+  size_t r = dims.size();
+  std::vector<int64_t> c(r);
+  int64_t rem = lo, off = 0;
+  for(size_t k = r; k-- > 0;) {
+    c[k] = rem % dims[k];
+    rem /= dims[k];
+    off += c[k] * str[k];
+  }
+  for(int64_t i = lo; i < hi; ++i) {
+    f(i, off);
+    for(size_t k = r; k-- > 0;) {
+      off += str[k];
+      if(++c[k] < dims[k]) break;
+      off -= c[k] * str[k];
+      c[k] = 0;
+    }
+  }
+}
+
+bool isReduction(const std::string& r) {
+  return r == "none" || r == "add" || r == "mul" || r == "max" || r == "min";
+}
+
+template <class A>
+bool isNan(A v) {
+  if constexpr(std::is_floating_point<A>::value) return std::isnan(v);
+  else return false;
+}
+
+// a combined with b by a scatter reduction (NaN propagates through max/min).
+template <class A>
+A combine(int red, A a, A b) {
+  switch(red) {
+    case 1: return a + b;
+    case 2: return a * b;
+    case 3: return (b > a || isNan(b)) && !isNan(a) ? b : a;
+    default: return (b < a || isNan(b)) && !isNan(a) ? b : a;
+  }
+}
+int reductionCode(const std::string& r) { return r == "add" ? 1 : r == "mul" ? 2 : r == "max" ? 3 : r == "min" ? 4 : 0; }
+
+void copyInput0(KernelCtx& c) {
+  if(c.out.bytes() > 0) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+}
+
+// ---------------------------------------------------------------- scatter backward
+
+// How one scatter op addresses data from updates: gatherU reads a data-shaped
+// tensor at the updates' positions; scatter writes an updates-shaped tensor
+// into a data-shaped one with a reduction.
+struct ScatterFns {
+  std::function<Expr(Expr)> gatherU;
+  std::function<Expr(Expr, Expr, const std::string&)> scatter;
+};
+
+// Inputs: 0 data, 1 indices, 2 updates.
+void scatterBackward(GradCtx& g, const ScatterFns& f) {
+  const std::string& red = g.attrs.s("reduction");
+  Expr x = g.x(0), u = g.x(2), dy = g.dy;
+  Type t = x->value_type();
+  ExpressionGraph& G = g.graph;
+  const Shape& xs = x->shape();
+  const Shape& us = u->shape();
+  if(red == "add") {
+    g.add(0, dy);
+    if(g.needs(2)) g.add(2, f.gatherU(dy));
+  } else if(red == "none") {
+    // The element of y each update lands in is overwritten by the last update
+    // aimed at it: scatter the updates' positions to find the winners.
+    std::vector<int64_t> iota(static_cast<size_t>(us.elements()));
+    std::iota(iota.begin(), iota.end(), int64_t(0));
+    Expr pos = G.constant(us, inits::fromVector(iota), Type::int64);
+    Expr winner = f.scatter(G.constant(xs, inits::fromValue(-1), Type::int64), pos, "none");
+    if(g.needs(0)) g.add(0, where(eq(winner, -1.0), dy, 0.0));
+    if(g.needs(2)) g.add(2, where(eq(f.gatherU(winner), pos), f.gatherU(dy), 0.0));
+  } else if(red == "mul") {
+    // y = x * prod(updates aimed at the element); the product of the others
+    // is computed without dividing by zeros (as prod's gradient).
+    if(g.needs(0)) g.add(0, dy * f.scatter(G.ones(xs, t), u, "mul"));
+    if(g.needs(2)) {
+      Expr z = cast(eq(u, 0.0), t);
+      Expr nz = u + z;
+      Expr p = f.scatter(G.ones(xs, t), nz, "mul");
+      Expr zeros = f.scatter(G.zeros(xs, t), z, "add");
+      Expr others = (f.gatherU(p) / nz) * cast(eq(f.gatherU(zeros) - z, 0.0), t);
+      g.add(2, f.gatherU(dy * x) * others);
+    }
+  } else {
+    // max / min: dy goes to the candidates equal to the result, tied ones
+    // sharing it equally (as the max/min reductions).
+    Expr y = g.y();
+    Expr ex = cast(eq(x, y), t);
+    Expr eu = cast(eq(u, f.gatherU(y)), t);
+    Expr share = dy / (ex + f.scatter(G.zeros(xs, t), eu, "add"));
+    g.add(0, share * ex);
+    if(g.needs(2)) g.add(2, f.gatherU(share) * eu);
+  }
+}
+
+// ---------------------------------------------------------------- gather_nd / scatter_nd geometry
+
+struct NdDims {
+  int b = 0;           // batch dims
+  int64_t k = 0;       // index tuple length
+  int64_t batches = 1, tuples = 1, slice = 1, dataBatch = 1;
+};
+
+NdDims ndDims(const Shape& data, const Shape& idx, int64_t batchDims) {
+  NdDims d;
+  const auto& dd = data.dims();
+  const auto& id = idx.dims();
+  d.b = static_cast<int>(batchDims);
+  d.k = id[id.size() - 1];
+  d.batches = prodDims(dd, 0, d.b);
+  d.tuples = prodDims(id, d.b, id.size() - 1);
+  d.slice = prodDims(dd, d.b + d.k, dd.size());
+  d.dataBatch = prodDims(dd, d.b, dd.size());
+  return d;
+}
+
+// Checks the shapes of data and indices; returns the gathered shape
+// indices.shape[:-1] + data.shape[b + k:].
+Shape inferNd(InferCtx& c, const Shape& data, const Shape& idx, Type idxType, int64_t b) {
+  c.check(isIndexType(idxType), "indices have type ", idxType, " but must be int64 or int32");
+  int r = data.rank(), q = idx.rank();
+  c.check(q >= 1, "indices must have rank >= 1 (the last dim holds the index tuples)");
+  c.check(b >= 0 && b < q && b <= r, "batch_dims ", b, " must be in [0, ", std::min(q - 1, r), "] for data of rank ",
+          r, " and indices of rank ", q);
+  for(int i = 0; i < b; ++i)
+    c.check(data.dims()[i] == idx.dims()[i], "batch dim ", i, " is ", data.dims()[i], " in data but ",
+            idx.dims()[i], " in indices; the first batch_dims dims must match");
+  int64_t k = idx.dims()[q - 1];
+  c.check(k >= 1 && k <= r - b, "index tuples have length ", k, " (the last dim of the indices) but must be in [1, ",
+          r - b, "] for data of rank ", r, " and batch_dims ", b);
+  Shape::Dims d;
+  for(int i = 0; i < q - 1; ++i) d.push_back(idx.dims()[i]);
+  for(int i = static_cast<int>(b + k); i < r; ++i) d.push_back(data.dims()[i]);
+  return Shape(d);
+}
+
+// Element offsets (within a batch of data) of every index tuple, checked.
+template <class I>
+std::vector<int64_t> ndOffsets(const TensorBase& data, const TensorBase& ix, const NdDims& d, const Node& node) {
+  const auto& dd = data.shape().dims();
+  auto str = data.shape().strides();
+  const I* p = ix.data<I>();
+  std::vector<int64_t> offs(static_cast<size_t>(d.batches * d.tuples));
+  for(int64_t t = 0; t < d.batches * d.tuples; ++t) {
+    int64_t off = 0;
+    for(int64_t j = 0; j < d.k; ++j) {
+      int64_t flat = t * d.k + j;
+      int a = d.b + static_cast<int>(j);
+      int64_t i = static_cast<int64_t>(p[flat]), n = dd[a];
+      if(i < -n || i >= n) badIndex(node, i, flat, ix.shape().dims(), a, n);
+      off += resolve(i, n) * str[a];
+    }
+    offs[static_cast<size_t>(t)] = off + (t / d.tuples) * d.dataBatch;
+  }
+  return offs;
+}
+
+// ---------------------------------------------------------------- arg extrema, top-k
+
+// a ranks above b: larger, with NaN above every number.
+template <class A>
+bool above(A a, A b) {
+  if(isNan(a)) return !isNan(b);
+  if(isNan(b)) return false;
+  return a > b;
+}
+
+void inferArg(InferCtx& c) {
+  const Shape& s = c.shapeOf(0);
+  c.check(s.rank() >= 1, "x must have rank >= 1");
+  c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
+          " is not numeric; cast x to a float or integer type");
+  int a = inferAxis(c, c.attrs.i("axis"), s.rank());
+  c.check(s.dims()[a] > 0, "axis ", a, " of ", s, " is empty: there is no extremum");
+  Shape::Dims d;
+  for(int k = 0; k < s.rank(); ++k)
+    if(k != a) d.push_back(s.dims()[k]);
+    else if(c.attrs.i("keepdims")) d.push_back(1);
+  c.shape = Shape(d);
+  c.type = Type::int64;
+}
+
+template <bool Max>
+void argKernel(KernelCtx& c) {
+  const TensorBase& x = *c.in[0];
+  const auto& xd = x.shape().dims();
+  int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+  bool last = c.attrs.i("select_last_index") != 0;
+  int64_t outer = prodDims(xd, 0, a), n = xd[a], inner = prodDims(xd, a + 1, xd.size());
+  int64_t* y = c.out.data<int64_t>();
+  dispatchNumeric(x.type(), c.node.type().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = x.data<T>();
+    host::parallelFor(outer * inner, x.size(), [&](int64_t lo, int64_t hi) {
+      for(int64_t r = lo; r < hi; ++r) {
+        int64_t base = (r / inner) * n * inner + r % inner;
+        auto best = host::load(xp, base);
+        int64_t at = 0;
+        for(int64_t j = 1; j < n; ++j) {
+          auto v = host::load(xp, base + j * inner);
+          bool better = Max ? above(v, best) : above(best, v);
+          if(better || (last && v == best)) {
+            best = v;
+            at = j;
+          }
+        }
+        y[r] = at;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- gather_elements
+
+// y[i.., j, ..] = x[i.., indices[i.., j, ..], ..]
+ONYX_OP(kGatherElements, "gather_elements")
+    .doc("y[i.., j, ..] = x[i.., indices[i.., j, ..], ..] on axis; y has the indices' shape (ONNX GatherElements)")
+    .inputs(2)
+    .attr("axis", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Shape& xs = c.shapeOf(0);
+      const Shape& is = c.shapeOf(1);
+      c.check(isIndexType(c.typeOf(1)), "indices have type ", c.typeOf(1), " but must be int64 or int32");
+      c.check(xs.rank() >= 1, "cannot gather from a rank-0 tensor");
+      c.check(is.rank() == xs.rank(), "indices have rank ", is.rank(), " but must have x's rank ", xs.rank());
+      int a = inferAxis(c, c.attrs.i("axis"), xs.rank());
+      for(int k = 0; k < xs.rank(); ++k)
+        c.check(k == a || is.dims()[k] <= xs.dims()[k], "indices dim ", k, " is ", is.dims()[k],
+                " but x's is only ", xs.dims()[k], " (off the axis, indices may not be larger than x)");
+      c.check(xs.dims()[a] > 0 || is.elements() == 0, "cannot gather from the empty axis ", a, " of ", xs);
+      c.shape = is;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const TensorBase& ix = *c.in[1];
+      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int64_t n = x.shape().dims()[a];
+      auto xs = x.shape().strides();
+      int64_t sa = xs[a];
+      xs[a] = 0;
+      dispatchIndex(ix.type(), "gather_elements", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        checkIndices<I>(ix, n, a, c.node);
+        const I* idx = ix.data<I>();
+        dispatchBytes(x.type(), "gather_elements", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* xp = static_cast<const T*>(x.raw());
+          T* yp = static_cast<T*>(c.out.raw());
+          host::parallelFor(c.out.size(), c.out.size(), [&](int64_t lo, int64_t hi) {
+            walkOffsets(ix.shape().dims(), xs, lo, hi, [&](int64_t i, int64_t off) {
+              yp[i] = xp[off + resolve(static_cast<int64_t>(idx[i]), n) * sa];
+            });
+          });
+        });
+      });
+    })
+    .backward([](GradCtx& g) {
+      if(!g.needs(0)) return;
+      Expr x = g.x(0);
+      int a = axisOf(g.attrs.i("axis"), x->shape().rank());
+      g.add(0, scatter_elements(g.graph.zeros(x->shape(), x->value_type()), a, g.x(1), g.dy, "add"));
+    })
+    .onnx("GatherElements", 11);
+
+Expr gather_elements(Expr x, int axis, Expr indices) {
+  return x->graph()->make(kGatherElements, {x, indices}, {{"axis", attr(axis)}});
+}
+
+// ---------------------------------------------------------------- scatter_elements
+
+// y = data; y[i.., indices[i.., j, ..], ..] (op)= updates[i.., j, ..]
+ONYX_OP(kScatterElements, "scatter_elements")
+    .doc("y = data; y[i.., indices[i.., j, ..], ..] = updates[i.., j, ..] on axis, combined by reduction "
+         "none/add/mul/max/min (ONNX ScatterElements)")
+    .inputs(3)
+    .attr("axis", int64_t(0))
+    .attr("reduction", std::string("none"))
+    .infer([](InferCtx& c) {
+      const Shape& xs = c.shapeOf(0);
+      const Shape& is = c.shapeOf(1);
+      const std::string& red = c.attrs.s("reduction");
+      c.check(isReduction(red), "reduction '", red, "' is not one of none, add, mul, max, min");
+      c.check(isIndexType(c.typeOf(1)), "indices have type ", c.typeOf(1), " but must be int64 or int32");
+      c.check(c.typeOf(2) == c.typeOf(0), "updates have type ", c.typeOf(2), " but data has ", c.typeOf(0));
+      c.check(red == "none" || (isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean), "reduction '", red,
+              "' needs numbers, but data has type ", c.typeOf(0));
+      c.check(c.shapeOf(2) == is, "updates have shape ", c.shapeOf(2), " but must have the indices' shape ", is);
+      c.check(xs.rank() >= 1, "cannot scatter into a rank-0 tensor");
+      c.check(is.rank() == xs.rank(), "indices have rank ", is.rank(), " but must have data's rank ", xs.rank());
+      int a = inferAxis(c, c.attrs.i("axis"), xs.rank());
+      for(int k = 0; k < xs.rank(); ++k)
+        c.check(k == a || is.dims()[k] <= xs.dims()[k], "indices dim ", k, " is ", is.dims()[k],
+                " but data's is only ", xs.dims()[k], " (off the axis, indices may not be larger than data)");
+      c.shape = xs;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const TensorBase& ix = *c.in[1];
+      const TensorBase& u = *c.in[2];
+      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int red = reductionCode(c.attrs.s("reduction"));
+      int64_t n = x.shape().dims()[a];
+      auto xs = x.shape().strides();
+      int64_t sa = xs[a];
+      xs[a] = 0;
+      copyInput0(c);
+      dispatchIndex(ix.type(), "scatter_elements", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        checkIndices<I>(ix, n, a, c.node);
+        const I* idx = ix.data<I>();
+        // In index order on one thread: repeated indices combine (or the
+        // last one wins) deterministically.
+        if(red == 0) {
+          dispatchBytes(x.type(), "scatter_elements", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            const T* up = static_cast<const T*>(u.raw());
+            T* yp = static_cast<T*>(c.out.raw());
+            walkOffsets(ix.shape().dims(), xs, 0, ix.size(), [&](int64_t i, int64_t off) {
+              yp[off + resolve(static_cast<int64_t>(idx[i]), n) * sa] = up[i];
+            });
+          });
+          return;
+        }
+        dispatchNumeric(x.type(), "scatter_elements", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* up = u.data<T>();
+          T* yp = c.out.data<T>();
+          walkOffsets(ix.shape().dims(), xs, 0, ix.size(), [&](int64_t i, int64_t off) {
+            int64_t t = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
+            host::store(yp, t, combine(red, host::load(yp, t), host::load(up, i)));
+          });
+        });
+      });
+    })
+    .backward([](GradCtx& g) {
+      int a = axisOf(g.attrs.i("axis"), g.x(0)->shape().rank());
+      Expr idx = g.x(1);
+      scatterBackward(g, {[=](Expr e) { return gather_elements(e, a, idx); },
+                          [=](Expr d, Expr u, const std::string& r) { return scatter_elements(d, a, idx, u, r); }});
+    })
+    .onnx("ScatterElements", 11);
+
+Expr scatter_elements(Expr data, int axis, Expr indices, Expr updates, const std::string& reduction) {
+  return data->graph()->make(kScatterElements, {data, indices, updates},
+                             {{"axis", attr(axis)}, {"reduction", attr(reduction)}});
+}
+
+// ONNX Scatter (deprecated in opset 11 for ScatterElements, which it equals).
+ONYX_ONNX_IMPORT(kOnnxScatter, "Scatter", 9).until(10).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, scatter_elements(c.input(0), static_cast<int>(c.attrInt("axis", 0)), c.input(1), c.input(2)));
+});
+
+// ---------------------------------------------------------------- gather_nd
+
+// y[b.., t.., s..] = x[b.., indices[b.., t.., :], s..]
+ONYX_OP(kGatherNd, "gather_nd")
+    .doc("y[b.., t.., s..] = x[b.., indices[b.., t.., 0..k-1], s..] with batch_dims leading batch dims "
+         "(ONNX GatherND)")
+    .inputs(2)
+    .attr("batch_dims", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.shape = inferNd(c, c.shapeOf(0), c.shapeOf(1), c.typeOf(1), c.attrs.i("batch_dims"));
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const TensorBase& ix = *c.in[1];
+      NdDims d = ndDims(x.shape(), ix.shape(), c.attrs.i("batch_dims"));
+      std::vector<int64_t> offs;
+      dispatchIndex(ix.type(), "gather_nd", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        offs = ndOffsets<I>(x, ix, d, c.node);
+      });
+      size_t e = static_cast<size_t>(typeBits(x.type()) / 8);
+      ONYX_CHECK(isComputeType(x.type()) && e > 0, "gather_nd: element type ", x.type(), " is not supported");
+      const char* src = static_cast<const char*>(x.raw());
+      char* dst = static_cast<char*>(c.out.raw());
+      size_t row = static_cast<size_t>(d.slice) * e;
+      host::parallelFor(static_cast<int64_t>(offs.size()), c.out.size(), [&](int64_t lo, int64_t hi) {
+        for(int64_t t = lo; t < hi; ++t)
+          std::memcpy(dst + static_cast<size_t>(t) * row, src + static_cast<size_t>(offs[static_cast<size_t>(t)]) * e,
+                      row);
+      });
+    })
+    .backward([](GradCtx& g) {
+      if(!g.needs(0)) return;
+      Expr x = g.x(0);
+      g.add(0, scatter_nd(g.graph.zeros(x->shape(), x->value_type()), g.x(1), g.dy, "add",
+                          static_cast<int>(g.attrs.i("batch_dims"))));
+    })
+    .onnx("GatherND", 11);
+
+Expr gather_nd(Expr x, Expr indices, int batchDims) {
+  return x->graph()->make(kGatherNd, {x, indices}, {{"batch_dims", attr(batchDims)}});
+}
+
+// ---------------------------------------------------------------- scatter_nd
+
+// y = data; y[b.., indices[b.., t.., :], s..] (op)= updates[b.., t.., s..]
+ONYX_OP(kScatterNd, "scatter_nd")
+    .doc("y = data; y[b.., indices[b.., t.., 0..k-1], s..] = updates[b.., t.., s..], combined by reduction "
+         "none/add/mul/max/min (ONNX ScatterND; batch_dims as gather_nd's)")
+    .inputs(3)
+    .attr("reduction", std::string("none"))
+    .attr("batch_dims", int64_t(0))
+    .infer([](InferCtx& c) {
+      const std::string& red = c.attrs.s("reduction");
+      c.check(isReduction(red), "reduction '", red, "' is not one of none, add, mul, max, min");
+      c.check(c.typeOf(2) == c.typeOf(0), "updates have type ", c.typeOf(2), " but data has ", c.typeOf(0));
+      c.check(red == "none" || (isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean), "reduction '", red,
+              "' needs numbers, but data has type ", c.typeOf(0));
+      Shape us = inferNd(c, c.shapeOf(0), c.shapeOf(1), c.typeOf(1), c.attrs.i("batch_dims"));
+      c.check(c.shapeOf(2) == us, "updates have shape ", c.shapeOf(2), " but must have shape ", us,
+              " (indices.shape[:-1] + data.shape[batch_dims + k:])");
+      c.shape = c.shapeOf(0);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const TensorBase& ix = *c.in[1];
+      const TensorBase& u = *c.in[2];
+      NdDims d = ndDims(x.shape(), ix.shape(), c.attrs.i("batch_dims"));
+      int red = reductionCode(c.attrs.s("reduction"));
+      std::vector<int64_t> offs;
+      dispatchIndex(ix.type(), "scatter_nd", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        offs = ndOffsets<I>(x, ix, d, c.node);
+      });
+      copyInput0(c);
+      int64_t s = d.slice;
+      if(red == 0) {
+        size_t e = static_cast<size_t>(typeBits(x.type()) / 8);
+        ONYX_CHECK(isComputeType(x.type()) && e > 0, "scatter_nd: element type ", x.type(), " is not supported");
+        const char* src = static_cast<const char*>(u.raw());
+        char* dst = static_cast<char*>(c.out.raw());
+        for(size_t t = 0; t < offs.size(); ++t)
+          std::memcpy(dst + static_cast<size_t>(offs[t]) * e, src + t * static_cast<size_t>(s) * e,
+                      static_cast<size_t>(s) * e);
+        return;
+      }
+      dispatchNumeric(x.type(), "scatter_nd", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* up = u.data<T>();
+        T* yp = c.out.data<T>();
+        for(size_t t = 0; t < offs.size(); ++t)
+          for(int64_t j = 0; j < s; ++j) {
+            int64_t o = offs[t] + j;
+            host::store(yp, o, combine(red, host::load(yp, o), host::load(up, static_cast<int64_t>(t) * s + j)));
+          }
+      });
+    })
+    .backward([](GradCtx& g) {
+      int b = static_cast<int>(g.attrs.i("batch_dims"));
+      Expr idx = g.x(1);
+      scatterBackward(g, {[=](Expr e) { return gather_nd(e, idx, b); },
+                          [=](Expr d, Expr u, const std::string& r) { return scatter_nd(d, idx, u, r, b); }});
+    })
+    .onnx("ScatterND", 11);
+
+Expr scatter_nd(Expr data, Expr indices, Expr updates, const std::string& reduction, int batchDims) {
+  return data->graph()->make(kScatterNd, {data, indices, updates},
+                             {{"reduction", attr(reduction)}, {"batch_dims", attr(batchDims)}});
+}
+
+// ---------------------------------------------------------------- argmax, argmin
+
+// y = index of the largest x along axis
+ONYX_OP(kArgMax, "argmax")
+    .doc("y = index (int64) of the largest x along axis; ties: first, or last with select_last_index; NaN is largest")
+    .inputs(1)
+    .attr("axis", int64_t(0))
+    .attr("keepdims", int64_t(1))
+    .attr("select_last_index", int64_t(0))
+    .infer(inferArg)
+    .cpu(argKernel<true>)
+    .notDifferentiable("integer output (indices)")
+    .onnx("ArgMax", 1);
+
+// y = index of the smallest x along axis
+ONYX_OP(kArgMin, "argmin")
+    .doc("y = index (int64) of the smallest x along axis; ties: first, or last with select_last_index; NaN is "
+         "smallest")
+    .inputs(1)
+    .attr("axis", int64_t(0))
+    .attr("keepdims", int64_t(1))
+    .attr("select_last_index", int64_t(0))
+    .infer(inferArg)
+    .cpu(argKernel<false>)
+    .notDifferentiable("integer output (indices)")
+    .onnx("ArgMin", 1);
+
+Expr argmax(Expr x, int axis, bool keepdims, bool selectLastIndex) {
+  return x->graph()->make(kArgMax, {x},
+                          {{"axis", attr(axis)}, {"keepdims", attr(keepdims)}, {"select_last_index", attr(selectLastIndex)}});
+}
+Expr argmin(Expr x, int axis, bool keepdims, bool selectLastIndex) {
+  return x->graph()->make(kArgMin, {x},
+                          {{"axis", attr(axis)}, {"keepdims", attr(keepdims)}, {"select_last_index", attr(selectLastIndex)}});
+}
+
+// ---------------------------------------------------------------- cumsum
+
+// y[.., i, ..] = sum_{j <= i} x[.., j, ..] (variants: exclusive, reverse)
+ONYX_OP(kCumSum, "cumsum")
+    .doc("y[.., i, ..] = sum of x[.., j, ..] for j <= i along axis (j < i if exclusive; j >= i / j > i if reverse)")
+    .inputs(1)
+    .attr("axis", int64_t(0))
+    .attr("exclusive", int64_t(0))
+    .attr("reverse", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Shape& s = c.shapeOf(0);
+      c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
+              " is not numeric; cast x to a float or integer type");
+      inferAxis(c, c.attrs.i("axis"), std::max(1, s.rank()));
+      c.shape = s;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const auto& xd = x.shape().dims();
+      int rank = x.shape().rank();
+      int a = rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank);
+      int64_t outer = prodDims(xd, 0, a), n = rank == 0 ? 1 : xd[a], inner = prodDims(xd, a + 1, xd.size());
+      bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
+      dispatchNumeric(x.type(), "cumsum", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = host::AccOf<T>;
+        const T* xp = x.data<T>();
+        T* yp = c.out.data<T>();
+        host::parallelFor(outer * inner, x.size(), [&](int64_t lo, int64_t hi) {
+          for(int64_t r = lo; r < hi; ++r) {
+            int64_t base = (r / inner) * n * inner + r % inner;
+            A acc = A(0);
+            for(int64_t s = 0; s < n; ++s) {
+              int64_t o = base + (reverse ? n - 1 - s : s) * inner;
+              A v = static_cast<A>(host::load(xp, o));
+              if(exclusive) {
+                host::store(yp, o, acc);
+                acc += v;
+              } else {
+                acc += v;
+                host::store(yp, o, acc);
+              }
+            }
+          }
+        });
+      });
+    })
+    // dx_j = sum of dy_i over the i whose sums include j: the same sum in the
+    // other direction.
+    .backward([](GradCtx& g) {
+      g.add(0, cumsum(g.dy, static_cast<int>(g.attrs.i("axis")), g.attrs.i("exclusive") != 0,
+                      g.attrs.i("reverse") == 0));
+    })
+    .onnx("CumSum", 11)
+    .importer([](OnnxImportCtx& c) {
+      std::vector<int64_t> axis = c.ints(1);
+      c.check(axis.size() == 1, "axis (input 1) must hold one value, got ", axis.size());
+      c.setOutput(0, cumsum(c.input(0), static_cast<int>(axis[0]), c.attrInt("exclusive", 0) != 0,
+                            c.attrInt("reverse", 0) != 0));
+    });
+
+Expr cumsum(Expr x, int axis, bool exclusive, bool reverse) {
+  return x->graph()->make(kCumSum, {x},
+                          {{"axis", attr(axis)}, {"exclusive", attr(exclusive)}, {"reverse", attr(reverse)}});
+}
+
+// ---------------------------------------------------------------- topk
+
+// y[.., 0..k-1, ..] = indices of the k largest (smallest) x along axis, in order
+ONYX_OP(kTopKIndices, "topk_indices")
+    .doc("y = indices (int64) of the k largest (or smallest, largest=0) x along axis, best first; ties keep index "
+         "order; NaN is largest")
+    .inputs(1)
+    .attr("k", int64_t(1))
+    .attr("axis", int64_t(-1))
+    .attr("largest", int64_t(1))
+    .infer([](InferCtx& c) {
+      const Shape& s = c.shapeOf(0);
+      c.check(s.rank() >= 1, "x must have rank >= 1");
+      c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
+              " is not numeric; cast x to a float or integer type");
+      int a = inferAxis(c, c.attrs.i("axis"), s.rank());
+      int64_t k = c.attrs.i("k");
+      c.check(k >= 0 && k <= s.dims()[a], "k ", k, " must be in [0, ", s.dims()[a], "] (the size of axis ", a, ")");
+      Shape::Dims d = s.dims();
+      d[a] = k;
+      c.shape = Shape(d);
+      c.type = Type::int64;
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const auto& xd = x.shape().dims();
+      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int64_t k = c.attrs.i("k");
+      bool largest = c.attrs.i("largest") != 0;
+      int64_t outer = prodDims(xd, 0, a), n = xd[a], inner = prodDims(xd, a + 1, xd.size());
+      int64_t* y = c.out.data<int64_t>();
+      dispatchNumeric(x.type(), "topk_indices", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* xp = x.data<T>();
+        host::parallelFor(outer * inner, x.size() * 4, [&](int64_t lo, int64_t hi) {
+          std::vector<int64_t> ord(static_cast<size_t>(n));
+          for(int64_t r = lo; r < hi; ++r) {
+            int64_t base = (r / inner) * n * inner + r % inner;
+            std::iota(ord.begin(), ord.end(), int64_t(0));
+            auto at = [&](int64_t j) { return host::load(xp, base + j * inner); };
+            auto before = [&](int64_t i, int64_t j) {
+              auto vi = at(i), vj = at(j);
+              bool first = largest ? above(vi, vj) : above(vj, vi);
+              bool second = largest ? above(vj, vi) : above(vi, vj);
+              return first || (!second && i < j);
+            };
+            std::partial_sort(ord.begin(), ord.begin() + k, ord.end(), before);
+            int64_t ob = (r / inner) * k * inner + r % inner;
+            for(int64_t j = 0; j < k; ++j) y[ob + j * inner] = ord[static_cast<size_t>(j)];
+          }
+        });
+      });
+    })
+    .notDifferentiable("integer output (indices); topk's values get gradients through gather_elements")
+    .noOnnx("ONNX TopK imports as topk_indices plus gather_elements for the values");
+
+Expr topk_indices(Expr x, int64_t k, int axis, bool largest) {
+  return x->graph()->make(kTopKIndices, {x}, {{"k", attr(k)}, {"axis", attr(axis)}, {"largest", attr(largest)}});
+}
+
+std::pair<Expr, Expr> topk(Expr x, int64_t k, int axis, bool largest) {
+  Expr i = topk_indices(x, k, axis, largest);
+  return {gather_elements(x, axis, i), i};
+}
+
+// TopK: k is an attribute up to opset 9 and input 1 from 10; largest and
+// sorted come with 11 (the result is always sorted, a valid order for
+// sorted=0 too).
+ONYX_ONNX_IMPORT(kOnnxTopK, "TopK", 1).importer([](OnnxImportCtx& c) {
+  int64_t k;
+  if(c.opset() < 10) {
+    k = c.attrInt("k");
+  } else {
+    std::vector<int64_t> kv = c.ints(1);
+    c.check(kv.size() == 1, "k (input 1) must hold one value, got ", kv.size());
+    k = kv[0];
+  }
+  bool largest = true;
+  if(c.opset() >= 11) {
+    largest = c.attrInt("largest", 1) != 0;
+    c.attrInt("sorted", 1);
+  }
+  auto r = topk(c.input(0), k, static_cast<int>(c.attrInt("axis", -1)), largest);
+  c.setOutput(0, r.first);
+  if(c.numOutputs() > 1) c.setOutput(1, r.second);
+});
+
+// ---------------------------------------------------------------- one_hot
+
+Expr one_hot(Expr indices, int64_t depth, Expr values, int axis) {
+  ONYX_CHECK(depth >= 0, "one_hot: depth ", depth, " is negative");
+  ONYX_CHECK(values->shape().elements() == 2, "one_hot: values must hold [off, on], got shape ", values->shape());
+  int r = indices->shape().rank();
+  ONYX_CHECK(axis >= -r - 1 && axis <= r, "one_hot: axis ", axis, " is out of range for a result of rank ", r + 1,
+             " (valid: ", -r - 1, "..", r, ")");
+  int a = axis < 0 ? axis + r + 1 : axis;
+  ExpressionGraph& g = *indices->graph();
+  Expr idx = cast(indices, Type::int64);
+  idx = where(lt(idx, 0.0), idx + static_cast<double>(depth), idx);
+  std::vector<int64_t> us = indices->shape().vec(), is(static_cast<size_t>(r + 1), 1);
+  us.insert(us.begin() + a, 1);
+  is[static_cast<size_t>(a)] = depth;
+  std::vector<int64_t> iota(static_cast<size_t>(depth));
+  std::iota(iota.begin(), iota.end(), int64_t(0));
+  Expr positions = g.constant(Shape(is), inits::fromVector(iota), Type::int64);
+  Expr flat = reshape(values, std::vector<int64_t>{2});
+  Expr off = reshape(slice(flat, 0, 0, 1), Shape());
+  Expr on = reshape(slice(flat, 0, 1, 2), Shape());
+  return where(eq(reshape(idx, us), positions), on, off);
+}
+
+// OneHot: indices, depth (one value), values [off, on]; axis (default -1).
+ONYX_ONNX_IMPORT(kOnnxOneHot, "OneHot", 9).importer([](OnnxImportCtx& c) {
+  double depth = c.scalar(1);
+  c.check(std::isfinite(depth) && depth >= 0, "depth (input 1) is ", depth, " but must be >= 0");
+  c.setOutput(0, one_hot(c.input(0), static_cast<int64_t>(depth), c.input(2), static_cast<int>(c.attrInt("axis", -1))));
+});
+
+// ---------------------------------------------------------------- nonzero
+
+Expr nonzero(ExpressionGraph& graph, const Tensor& x) {
+  Shape::Dims dims = x->shape().dims();
+  if(dims.empty()) dims.push_back(1);
+  int r = static_cast<int>(dims.size());
+  std::vector<int64_t> hits;
+  for(int64_t i = 0, n = x->size(); i < n; ++i)
+    if(x->getAsDouble(i) != 0) hits.push_back(i);  // NaN counts as nonzero
+  int64_t m = static_cast<int64_t>(hits.size());
+  std::vector<int64_t> v(static_cast<size_t>(r * m));
+  for(int64_t j = 0; j < m; ++j) {
+    int64_t rem = hits[static_cast<size_t>(j)];
+    for(int k = r - 1; k >= 0; --k) {
+      v[static_cast<size_t>(k * m + j)] = rem % dims[k];
+      rem /= dims[k];
+    }
+  }
+  return graph.constant(Shape{r, m}, inits::fromVector(v), Type::int64);
+}
+
+Expr nonzero(Expr x) { return nonzero(*x->graph(), x->graph()->value(x)); }
+
+ONYX_ONNX_IMPORT(kOnnxNonZero, "NonZero", 9).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, nonzero(c.graph(), c.value(0)));
+});
+
+// ---------------------------------------------------------------- compress
+
+Expr compress(Expr x, const std::vector<bool>& condition, int axis) {
+  const Shape& s = x->shape();
+  ONYX_CHECK(axis >= -s.rank() && axis < s.rank(), "compress: axis ", axis, " is out of range for rank ", s.rank(),
+             " (valid: ", -s.rank(), "..", s.rank() - 1, ")");
+  int a = axisOf(axis, s.rank());
+  int64_t n = s.dims()[a];
+  std::vector<int64_t> keep;
+  for(size_t j = 0; j < condition.size(); ++j) {
+    if(!condition[j]) continue;
+    ONYX_CHECK(static_cast<int64_t>(j) < n, "compress: condition is true at position ", j, " but axis ", a, " of ",
+               s, " has only ", n, " elements");
+    keep.push_back(static_cast<int64_t>(j));
+  }
+  return gather(x, a, x->graph()->indices(keep));
+}
+
+Expr compress(Expr x, const std::vector<bool>& condition) {
+  return compress(reshape(x, std::vector<int64_t>{-1}), condition, 0);
+}
+
+// Compress: condition (input 1, 1-D bool) is read now; no axis: flattened.
+ONYX_ONNX_IMPORT(kOnnxCompress, "Compress", 9).importer([](OnnxImportCtx& c) {
+  Tensor cond = c.value(1);
+  c.check(cond->shape().rank() == 1, "condition (input 1) must be 1-D, got shape ", cond->shape());
+  std::vector<bool> keep;
+  for(int64_t i = 0; i < cond->size(); ++i) keep.push_back(cond->getAsDouble(i) != 0);
+  if(c.hasAttr("axis"))
+    c.setOutput(0, compress(c.input(0), keep, static_cast<int>(c.attrInt("axis", 0))));
+  else
+    c.setOutput(0, compress(c.input(0), keep));
+});
+
+// ---------------------------------------------------------------- unique
+
+UniqueResult unique(Expr x, const Tensor& data, bool hasAxis, int axis, bool sorted) {
+  ONYX_CHECK(data->size() == x->shape().elements(), "unique: data of shape ", data->shape(),
+             " does not match x of shape ", x->shape());
+  Expr src = x;
+  int a = 0;
+  if(hasAxis) {
+    int r = x->shape().rank();
+    ONYX_CHECK(axis >= -r && axis < r, "unique: axis ", axis, " is out of range for rank ", r, " (valid: ", -r, "..",
+               r - 1, ")");
+    a = axisOf(axis, r);
+  } else {
+    src = reshape(x, std::vector<int64_t>{-1});
+  }
+  const auto& d = src->shape().dims();
+  int64_t outer = prodDims(d, 0, a), n = d[a], inner = prodDims(d, a + 1, d.size());
+  std::vector<double> v = data->toVector<double>();
+  // Slice j, element e (in row-major order of the other dims).
+  auto el = [&](int64_t j, int64_t e) { return v[static_cast<size_t>(((e / inner) * n + j) * inner + e % inner)]; };
+  int64_t len = outer * inner;
+  auto less = [](double p, double q) { return p < q || (std::isnan(q) && !std::isnan(p)); };  // NaN last
+  auto cmp = [&](int64_t i, int64_t j) {
+    for(int64_t e = 0; e < len; ++e) {
+      double p = el(i, e), q = el(j, e);
+      if(less(p, q)) return -1;
+      if(less(q, p)) return 1;
+    }
+    return 0;
+  };
+  std::vector<int64_t> ord(static_cast<size_t>(n));
+  std::iota(ord.begin(), ord.end(), int64_t(0));
+  std::stable_sort(ord.begin(), ord.end(), [&](int64_t i, int64_t j) { return cmp(i, j) < 0; });
+  // Groups of equal slices; the first of each (stable sort) is its first occurrence.
+  std::vector<int64_t> first, counts, group(static_cast<size_t>(n));
+  for(size_t p = 0; p < ord.size(); ++p) {
+    if(p == 0 || cmp(ord[p - 1], ord[p]) != 0) {
+      first.push_back(ord[p]);
+      counts.push_back(0);
+    }
+    group[static_cast<size_t>(ord[p])] = static_cast<int64_t>(first.size()) - 1;
+    ++counts.back();
+  }
+  std::vector<int64_t> rank(first.size());
+  std::iota(rank.begin(), rank.end(), int64_t(0));
+  if(!sorted) {
+    std::vector<int64_t> byFirst(first.size());
+    std::iota(byFirst.begin(), byFirst.end(), int64_t(0));
+    std::sort(byFirst.begin(), byFirst.end(), [&](int64_t p, int64_t q) {
+      return first[static_cast<size_t>(p)] < first[static_cast<size_t>(q)];
+    });
+    std::vector<int64_t> f2, c2;
+    for(size_t p = 0; p < byFirst.size(); ++p) {
+      rank[static_cast<size_t>(byFirst[p])] = static_cast<int64_t>(p);
+      f2.push_back(first[static_cast<size_t>(byFirst[p])]);
+      c2.push_back(counts[static_cast<size_t>(byFirst[p])]);
+    }
+    first.swap(f2);
+    counts.swap(c2);
+  }
+  std::vector<int64_t> inverse(static_cast<size_t>(n));
+  for(size_t j = 0; j < inverse.size(); ++j) inverse[j] = rank[static_cast<size_t>(group[j])];
+  ExpressionGraph& g = *x->graph();
+  UniqueResult res;
+  res.indices = g.indices(first);
+  res.values = gather(src, a, res.indices);
+  res.inverse = g.indices(inverse);
+  res.counts = g.indices(counts);
+  return res;
+}
+
+UniqueResult unique(Expr x, bool sorted) { return unique(x, x->graph()->value(x), false, 0, sorted); }
+UniqueResult unique(Expr x, int axis, bool sorted) { return unique(x, x->graph()->value(x), true, axis, sorted); }
+
+// Unique: x's data is read now; outputs Y, indices, inverse_indices, counts.
+ONYX_ONNX_IMPORT(kOnnxUnique, "Unique", 11).importer([](OnnxImportCtx& c) {
+  bool sorted = c.attrInt("sorted", 1) != 0;
+  bool hasAxis = c.hasAttr("axis");
+  int axis = hasAxis ? static_cast<int>(c.attrInt("axis", 0)) : 0;
+  UniqueResult r = unique(c.input(0), c.value(0), hasAxis, axis, sorted);
+  Expr outs[4] = {r.values, r.indices, r.inverse, r.counts};
+  for(size_t i = 0; i < c.numOutputs() && i < 4; ++i) c.setOutput(i, outs[i]);
+});
+
+}  // namespace onyx
