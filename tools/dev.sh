@@ -19,12 +19,30 @@ libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata grap
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
   fi
-  # numpy is used by tests that check our .npz files with numpy itself.
-  python3 -c "import numpy" 2>/dev/null || python3 -m pip install -q numpy
+  # From PyPI, for cross-checks only: numpy (reads our .npz), onnx and
+  # onnxruntime (reference outputs), pytest.
+  python3 -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null ||
+    python3 -m pip install -q "numpy<3" "onnx==1.23.2" "onnxruntime==1.31.1" pytest
+  node_tests
+}
+
+# The node tests of the newest onnx wheel that still ships them (1.22.0; 1.23
+# dropped them), pinned, unpacked once into the build folder.
+ONNX_NODE_VERSION=1.22.0
+ONNX_NODE_DIR="$BUILD_DIR/onnx-$ONNX_NODE_VERSION/onnx/backend/test/data/node"
+node_tests() {
+  [ -d "$ONNX_NODE_DIR" ] && return
+  local tmp; tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary :all: "onnx==$ONNX_NODE_VERSION" -d "$tmp"
+  mkdir -p "$BUILD_DIR/onnx-$ONNX_NODE_VERSION"
+  python3 -m zipfile -e "$tmp"/onnx-*.whl "$tmp/whl"
+  mkdir -p "$(dirname "$ONNX_NODE_DIR")"
+  mv "$tmp/whl/onnx/backend/test/data/node" "$ONNX_NODE_DIR"
+  rm -rf "$tmp"
 }
 
 build() {
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DONYX_ONNX_NODE_DATA="$PWD/$ONNX_NODE_DIR" >/dev/null
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
@@ -33,6 +51,9 @@ case "${1:-}" in
     deps; build
     out=$(mktemp -d)
     "$BUILD_DIR"/models/onyx-spirals --out "$out"
+    # The bundled ONNX model: import, run, compare with onnxruntime's outputs.
+    "$BUILD_DIR"/tools/onnx-run models/onnx/tiny_mlp/model.onnx \
+      --test-data models/onnx/tiny_mlp/test_data_set_0 --output-dir "$out"
     echo "outputs in $out"
     ;;
   test)
