@@ -15,6 +15,7 @@
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/debug.h>
 #include <onyx/graph/onnx_import.h>
+#include <onyx/converters/model.h>
 #include <onyx/ops/ops.h>
 #include <onyx/train/optimizers.h>
 #include <onyx/io/npz.h>

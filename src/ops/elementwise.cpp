@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 
 namespace onyx {
@@ -41,6 +42,34 @@ void inferNumericUnary(InferCtx& c) {
 void inferNumericBroadcast(InferCtx& c) {
   infer::broadcast(c);
   c.check(c.type != Type::boolean, "inputs are bool but this op needs numbers; cast them with cast(x, Type::float32)");
+}
+
+// a / b; integer division truncates toward zero, and gives 0 where b is 0
+// (and wraps for the lowest value / -1) instead of trapping.
+struct SafeDiv {
+  template <class T>
+  T operator()(T, T u, T w) const {
+    if constexpr(std::is_integral<T>::value) {
+      if(w == T(0)) return T(0);
+      if constexpr(std::is_signed<T>::value) {
+        using U = std::make_unsigned_t<T>;
+        if(w == T(-1)) return static_cast<T>(U(0) - static_cast<U>(u));
+      }
+      return static_cast<T>(u / w);
+    } else {
+      return static_cast<T>(u / w);
+    }
+  }
+};
+
+// Folds the ONNX node's inputs (1..n, broadcasting) with a binary op: the
+// import of the variadic Sum/Max/Min.
+Expr foldInputs(OnnxImportCtx& c, Expr (*f)(Expr, Expr)) {
+  size_t n = c.numInputs();
+  c.check(n >= 1, "needs at least one input");
+  Expr y = c.input(0);
+  for(size_t i = 1; i < n; ++i) y = f(y, c.input(i));
+  return y;
 }
 
 // Every input bool; the output is their broadcast, bool.
@@ -103,7 +132,7 @@ ONYX_OP(kDiv, "div")
     .doc("y = a / b (broadcasting; integer division truncates)")
     .inputs(2)
     .infer(infer::broadcast)
-    .cpu(ops::binaryNumeric(_2 / _3))
+    .cpu(ops::binaryNumeric(SafeDiv{}))
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, g.dy / g.x(1));
       if(g.needs(1)) g.add(1, -(g.dy * g.y()) / g.x(1));
@@ -150,7 +179,17 @@ ONYX_OP(kPow, "pow")
       // d a^b / db = a^b log(a): defined for a > 0 only.
       if(g.needs(1)) g.add(1, g.dy * g.y() * log(a));
     })
-    .onnx("Pow", 7);
+    // Opset 12 lets the exponent's type differ from the base's; the result
+    // has the base's type (numpy's power(a, b).astype(a.dtype)).
+    .onnx("Pow", 7)
+    .importer([](OnnxImportCtx& c) {
+      Expr a = c.input(0), b = c.input(1);
+      Type ta = a->value_type(), tb = b->value_type();
+      if(ta == tb || isFloat(ta) || !isFloat(tb))
+        c.setOutput(0, pow(a, cast(b, ta)));
+      else  // integer base, float exponent: compute in the float type, truncate back
+        c.setOutput(0, cast(pow(cast(a, tb), b), ta));
+    });
 
 // y = min(a, b)
 ONYX_OP(kMinimum, "minimum")
@@ -163,7 +202,9 @@ ONYX_OP(kMinimum, "minimum")
       if(g.needs(0)) g.add(0, maskGrad(first, g.dy, true));
       if(g.needs(1)) g.add(1, maskGrad(first, g.dy, false));
     })
-    .onnx("Min", 8);
+    // ONNX's Min/Max take 1..n inputs (opset 6: same shapes, 8: broadcasting).
+    .onnx("Min", 6)
+    .importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, minimum)); });
 
 // y = max(a, b)
 ONYX_OP(kMaximum, "maximum")
@@ -176,7 +217,8 @@ ONYX_OP(kMaximum, "maximum")
       if(g.needs(0)) g.add(0, maskGrad(first, g.dy, true));
       if(g.needs(1)) g.add(1, maskGrad(first, g.dy, false));
     })
-    .onnx("Max", 8);
+    .onnx("Max", 6)
+    .importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, maximum)); });
 
 Expr pow(Expr x, Expr y) { return x->graph()->make(kPow, {x, y}); }
 Expr pow(Expr x, double y) { return pow(x, scalarLike(x, y)); }
@@ -415,7 +457,13 @@ ONYX_OP(kSwish, "swish")
       Expr s = sigmoid(g.x(0));
       g.add(0, g.dy * (s + g.y() * (1.0 - s)));
     })
-    .noOnnx("composite: Mul(x, Sigmoid(x))");
+    // Swish-24: x * sigmoid(alpha x); alpha = 1 is this op.
+    .onnx("Swish", 24)
+    .importer([](OnnxImportCtx& c) {
+      double alpha = c.attrFloat("alpha", 1.0);
+      Expr x = c.input(0);
+      c.setOutput(0, alpha == 1.0 ? swish(x) : x * sigmoid(x * alpha));
+    });
 
 // y = ln(1 + e^x)
 ONYX_OP(kSoftplus, "softplus")
@@ -456,7 +504,32 @@ ONYX_OP(kClip, "clip")
     })
     // Opset 11 moved min and max from attributes to optional inputs.
     .onnx("Clip", 6, 10)
-    .onnx("Clip", 11);
+    .onnx("Clip", 11)
+    .importer([](OnnxImportCtx& c) {
+      // Constant bounds become attributes; bounds computed by the graph
+      // apply as maximum/minimum (so the graph stays valid for any values).
+      Expr x = c.input(0);
+      double bound[2] = {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+      Expr dyn[2];
+      bool anyConst = false;
+      for(size_t i = 1; i <= 2; ++i) {
+        if(i >= c.numInputs() || !c.hasInput(i)) continue;
+        Expr b = c.input(i);
+        if(b->kind() == NodeKind::Constant) {
+          bound[i - 1] = c.scalar(i);
+          anyConst = true;
+        } else {
+          c.check(b->shape().elements() == 1, "input ", i, " (", i == 1 ? "min" : "max",
+                  ") must hold one value, got shape ", b->shape());
+          dyn[i - 1] = cast(b, x->value_type());
+        }
+      }
+      Expr y = x;
+      if(dyn[0]) y = maximum(y, dyn[0]);
+      if(anyConst) y = clip(y, bound[0], bound[1]);
+      if(dyn[1]) y = minimum(y, dyn[1]);
+      c.setOutput(0, y);
+    });
 
 Expr tanh(Expr x) { return x->graph()->make(kTanh, {x}); }
 Expr sigmoid(Expr x) { return x->graph()->make(kSigmoid, {x}); }
@@ -480,7 +553,7 @@ ONYX_OP(kLt, "lt")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(lt(_2, _3)))
     .notDifferentiable("boolean output")
-    .onnx("Less", 9);
+    .onnx("Less", 7);
 
 // y = a <= b
 ONYX_OP(kLe, "le")
@@ -498,7 +571,7 @@ ONYX_OP(kGt, "gt")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(gt(_2, _3)))
     .notDifferentiable("boolean output")
-    .onnx("Greater", 9);
+    .onnx("Greater", 7);
 
 // y = a >= b
 ONYX_OP(kGe, "ge")
@@ -516,8 +589,8 @@ ONYX_OP(kEq, "eq")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(eq(_2, _3)))
     .notDifferentiable("boolean output")
-    // Equal takes float inputs from opset 11.
-    .onnx("Equal", 11);
+    // Equal takes float inputs from opset 11 (ints and bool before).
+    .onnx("Equal", 7);
 
 // y = a != b
 ONYX_OP(kNe, "ne")
@@ -655,11 +728,47 @@ ONYX_OP(kCast, "cast")
       // Gradients flow back only between float types; GradCtx::add casts back.
       if(isFloat(g.y()->value_type()) && isFloat(g.x(0)->value_type())) g.add(0, g.dy);
     })
-    .onnx("Cast", 6);
+    .onnx("Cast", 6)
+    .importer([](OnnxImportCtx& c) {
+      Type to = static_cast<Type>(c.attrInt("to"));
+      // saturate (19+) and round_mode (25+) concern float8/float4 targets only.
+      c.ignoreAttr("saturate");
+      c.ignoreAttr("round_mode");
+      c.check(to != Type::string, "casting to string is not supported");
+      c.check(isComputeType(to), "cannot cast to ", to);
+      c.setOutput(0, cast(c.input(0), to));
+    });
 
 Expr cast(Expr x, Type to) {
   if(x->value_type() == to) return x;
   return x->graph()->make(kCast, {x}, {{"to", int64_t(to)}});
 }
+
+// ------------------------------------------------------- composite imports
+
+// Sum(x1..xn) with broadcasting.
+ONYX_ONNX_IMPORT(kOnnxSum, "Sum", 6).importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, plus)); });
+
+// Mean(x1..xn) = Sum / n.
+ONYX_ONNX_IMPORT(kOnnxMean, "Mean", 6).importer([](OnnxImportCtx& c) {
+  Expr s = foldInputs(c, plus);
+  size_t n = c.numInputs();
+  c.setOutput(0, n == 1 ? s : s / double(n));
+});
+
+// Identity passes any value through (tensor, sequence, optional).
+ONYX_ONNX_IMPORT(kOnnxIdentity, "Identity", 1).importer([](OnnxImportCtx& c) {
+  c.check(c.numInputs() == 1 && c.hasInput(0), "needs one input");
+  c.setOutputValue(0, c.inputValue(0));
+});
+
+// CastLike(x, like): x cast to like's element type.
+ONYX_ONNX_IMPORT(kOnnxCastLike, "CastLike", 15).importer([](OnnxImportCtx& c) {
+  c.ignoreAttr("saturate");
+  c.ignoreAttr("round_mode");
+  Type to = c.input(1)->value_type();
+  c.check(isComputeType(to), "cannot cast to ", to);
+  c.setOutput(0, cast(c.input(0), to));
+});
 
 }  // namespace onyx

@@ -50,6 +50,22 @@ Expr log(Expr x);
 Expr sqrt(Expr x);
 Expr reciprocal(Expr x);
 Expr erf(Expr x);
+Expr acos(Expr x);
+Expr asin(Expr x);
+Expr atan(Expr x);
+Expr sinh(Expr x);
+Expr cosh(Expr x);
+Expr asinh(Expr x);
+Expr acosh(Expr x);
+Expr atanh(Expr x);
+// Rounding; the gradient is 0 (almost everywhere). round() takes halfway
+// cases to the even neighbour, as ONNX's Round.
+Expr floor(Expr x);
+Expr ceil(Expr x);
+Expr round(Expr x);
+// NaN/Inf tests on float tensors; the result is bool.
+Expr is_nan(Expr x);
+Expr is_inf(Expr x, bool detectNegative = true, bool detectPositive = true);
 
 // Activations.
 Expr tanh(Expr x);
@@ -62,6 +78,16 @@ Expr selu(Expr x);  // ONNX's alpha and gamma
 Expr gelu(Expr x, bool tanhApprox = false);
 Expr swish(Expr x);  // x * sigmoid(x), also called SiLU
 Expr softplus(Expr x);
+Expr softsign(Expr x);                                          // x / (1 + |x|)
+Expr hard_sigmoid(Expr x, float alpha = 0.2f, float beta = 0.5f);  // max(0, min(1, alpha x + beta))
+Expr hard_swish(Expr x);                                        // x * hard_sigmoid(x, 1/6, 1/2)
+Expr mish(Expr x);                                              // x * tanh(softplus(x))
+Expr thresholded_relu(Expr x, float alpha = 1.f);               // x if x > alpha else 0
+Expr celu(Expr x, float alpha = 1.f);  // max(0, x) + min(0, alpha (e^(x/alpha) - 1))
+// x if x >= 0 else slope * x; slope broadcasts to x's shape.
+Expr prelu(Expr x, Expr slope);
+// x + bias if x < -lambd, x - bias if x > lambd, else 0.
+Expr shrink(Expr x, float lambd = 0.5f, float bias = 0.f);
 // min(max(x, lo), hi); the gradient passes where lo < x < hi.
 Expr clip(Expr x, double lo, double hi);
 
@@ -84,6 +110,19 @@ Expr logical_and(Expr a, Expr b);
 Expr logical_or(Expr a, Expr b);
 Expr logical_xor(Expr a, Expr b);
 Expr logical_not(Expr a);
+
+// a mod b with broadcasting: the result has b's sign (Python's %), or a's
+// with fmod (C's fmod and %). Integer b = 0 gives 0.
+Expr mod(Expr a, Expr b, bool fmod = false);
+
+// Bitwise ops on integer tensors, with broadcasting. Shifts by a negative
+// amount or by the bit width or more give 0 (-1 for a right shift of a
+// negative value).
+Expr bit_shift(Expr a, Expr b, bool left);
+Expr bitwise_and(Expr a, Expr b);
+Expr bitwise_or(Expr a, Expr b);
+Expr bitwise_xor(Expr a, Expr b);
+Expr bitwise_not(Expr a);
 
 // cond ? a : b element-wise, all three broadcast; cond is bool. Gradients go
 // to a where cond holds and to b elsewhere.

@@ -1,0 +1,561 @@
+// More element-wise ops: inverse trigonometric and hyperbolic functions,
+// rounding, NaN/Inf tests, further activations (hard sigmoid/swish, mish,
+// thresholded relu, celu, prelu, shrink, softsign), mod and bitwise ops.
+// The expression API is in elementwise.h; one entry per op as in
+// elementwise.cpp.
+#include <onyx/ops/elementwise.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include <onyx/ops/kernel_helpers.h>
+
+namespace onyx {
+
+using ops::scalarLike;
+
+namespace {
+
+// An element-wise kernel body: EW_FN(expression in v) with v the input value
+// in its compute type (float for float16/bfloat16), T its type.
+#define EW_FN(EXPR)                \
+  [](auto, auto v) {               \
+    using T = decltype(v);         \
+    (void)sizeof(T);               \
+    return static_cast<T>(EXPR);   \
+  }
+
+// Like EW_FN, capturing attribute values by copy.
+#define EW_FN_BY_VALUE(...)              \
+  [=](auto, auto v) {                    \
+    using T = decltype(v);               \
+    (void)sizeof(T);                     \
+    return static_cast<T>(__VA_ARGS__);  \
+  }
+
+template <class F>
+void runUnaryFloat(KernelCtx& c, F f) {
+  dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    host::elementwise<T, T>(f, c.out, *c.in[0]);
+  });
+}
+
+template <class F>
+void runUnaryNumeric(KernelCtx& c, F f) {
+  dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    host::elementwise<T, T>(f, c.out, *c.in[0]);
+  });
+}
+
+// Integer types only (bitwise ops).
+template <class Fn>
+void dispatchInteger(Type t, const char* what, Fn&& fn) {
+  dispatchNumeric(t, what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr(std::is_integral<T>::value) fn(tag);
+    else unsupportedType(t, what, "integer types");
+  });
+}
+
+void inferNumericUnary(InferCtx& c) {
+  c.check(c.typeOf(0) != Type::boolean, "input is bool but this op needs a number; cast it with cast(x, Type::float32)");
+  infer::sameAsInput0(c);
+}
+
+void inferIntegerBroadcast(InferCtx& c) {
+  infer::broadcast(c);
+  c.check(isInt(c.type), "inputs have element type ", c.type, " but this op needs integers");
+}
+
+// Float input, bool output of the same shape.
+void inferFloatTest(InferCtx& c) {
+  c.requireFloat(0);
+  c.shape = c.shapeOf(0);
+  c.type = Type::boolean;
+}
+
+Expr maskGrad(Expr mask, Expr dy, bool whereTrue) {
+  Expr zero = scalarLike(dy, 0.0);
+  return whereTrue ? where(mask, dy, zero) : where(mask, zero, dy);
+}
+
+template <class T>
+T roundHalfEven(T v) {
+  // nearbyint rounds halfway cases to even in the default rounding mode;
+  // spelled out so the result does not depend on the mode.
+  T f = std::floor(v);
+  T d = v - f;
+  if(d > T(0.5)) return f + T(1);
+  if(d < T(0.5)) return f;
+  return std::fmod(f, T(2)) == T(0) ? f : f + T(1);
+}
+
+// a mod b: with fmod the sign of a (C's %, fmod), without it the sign of b
+// (Python's %). Integer b = 0 gives 0 instead of trapping.
+template <class T>
+T modOf(T a, T b, bool cMod) {
+  if constexpr(std::is_integral<T>::value) {
+    if(b == T(0)) return T(0);
+    if constexpr(std::is_signed<T>::value) {
+      if(b == T(-1)) return T(0);  // also avoids lowest % -1 overflowing
+      T r = static_cast<T>(a % b);
+      if(!cMod && r != T(0) && ((r < T(0)) != (b < T(0)))) r = static_cast<T>(r + b);
+      return r;
+    } else {
+      (void)cMod;
+      return static_cast<T>(a % b);
+    }
+  } else {
+    T r = std::fmod(a, b);
+    if(!cMod && r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    return r;
+  }
+}
+
+// a << b or a >> b; shifts by a negative amount or by the width or more give
+// 0 (or -1 for a right shift of a negative value), as ONNX's reference.
+template <class T>
+T shiftOf(T a, T b, bool left) {
+  constexpr int bits = static_cast<int>(sizeof(T) * 8);
+  using U = std::make_unsigned_t<T>;
+  bool inRange = !(b < T(0)) && static_cast<uint64_t>(b) < static_cast<uint64_t>(bits);
+  if(left) return inRange ? static_cast<T>(static_cast<U>(static_cast<U>(a) << static_cast<int>(b))) : T(0);
+  if(inRange) return static_cast<T>(a >> static_cast<int>(b));
+  return a < T(0) ? static_cast<T>(-1) : T(0);
+}
+
+}  // namespace
+
+// ------------------------------------------------- inverse trig, hyperbolic
+
+// y = acos(x)
+ONYX_OP(kAcos, "acos")
+    .doc("y = acos(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::acos(v))))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, -(g.dy / sqrt(1.0 - x * x)));
+    })
+    .onnx("Acos", 7);
+
+// y = asin(x)
+ONYX_OP(kAsin, "asin")
+    .doc("y = asin(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::asin(v))))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, g.dy / sqrt(1.0 - x * x));
+    })
+    .onnx("Asin", 7);
+
+// y = atan(x)
+ONYX_OP(kAtan, "atan")
+    .doc("y = atan(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::atan(v))))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, g.dy / (1.0 + x * x));
+    })
+    .onnx("Atan", 7);
+
+// y = sinh(x)
+ONYX_OP(kSinh, "sinh")
+    .doc("y = sinh(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::sinh(v))))
+    .backward([](GradCtx& g) { g.add(0, g.dy * cosh(g.x(0))); })
+    .onnx("Sinh", 9);
+
+// y = cosh(x)
+ONYX_OP(kCosh, "cosh")
+    .doc("y = cosh(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::cosh(v))))
+    .backward([](GradCtx& g) { g.add(0, g.dy * sinh(g.x(0))); })
+    .onnx("Cosh", 9);
+
+// y = asinh(x)
+ONYX_OP(kAsinh, "asinh")
+    .doc("y = asinh(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::asinh(v))))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, g.dy / sqrt(x * x + 1.0));
+    })
+    .onnx("Asinh", 9);
+
+// y = acosh(x)
+ONYX_OP(kAcosh, "acosh")
+    .doc("y = acosh(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::acosh(v))))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, g.dy / sqrt(x * x - 1.0));
+    })
+    .onnx("Acosh", 9);
+
+// y = atanh(x)
+ONYX_OP(kAtanh, "atanh")
+    .doc("y = atanh(x)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::atanh(v))))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      g.add(0, g.dy / (1.0 - x * x));
+    })
+    .onnx("Atanh", 9);
+
+Expr acos(Expr x) { return x->graph()->make(kAcos, {x}); }
+Expr asin(Expr x) { return x->graph()->make(kAsin, {x}); }
+Expr atan(Expr x) { return x->graph()->make(kAtan, {x}); }
+Expr sinh(Expr x) { return x->graph()->make(kSinh, {x}); }
+Expr cosh(Expr x) { return x->graph()->make(kCosh, {x}); }
+Expr asinh(Expr x) { return x->graph()->make(kAsinh, {x}); }
+Expr acosh(Expr x) { return x->graph()->make(kAcosh, {x}); }
+Expr atanh(Expr x) { return x->graph()->make(kAtanh, {x}); }
+
+// ----------------------------------------------------------------- rounding
+
+// y = floor(x)
+ONYX_OP(kFloor, "floor")
+    .doc("y = floor(x) (gradient 0)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::floor(v))))
+    .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
+    .onnx("Floor", 6);
+
+// y = ceil(x)
+ONYX_OP(kCeil, "ceil")
+    .doc("y = ceil(x) (gradient 0)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(std::ceil(v))))
+    .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
+    .onnx("Ceil", 6);
+
+// y = x rounded to the nearest integer, halves to even
+ONYX_OP(kRound, "round")
+    .doc("y = x rounded to the nearest integer, halfway cases to even (gradient 0)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(roundHalfEven(v))))
+    .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
+    .onnx("Round", 11);
+
+Expr floor(Expr x) { return x->graph()->make(kFloor, {x}); }
+Expr ceil(Expr x) { return x->graph()->make(kCeil, {x}); }
+Expr round(Expr x) { return x->graph()->make(kRound, {x}); }
+
+// ----------------------------------------------------------- NaN/Inf tests
+
+// y = x is NaN
+ONYX_OP(kIsNan, "is_nan")
+    .doc("y = x is NaN (bool)")
+    .inputs(1)
+    .infer(inferFloatTest)
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.in[0]->type(), "is_nan", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        host::elementwise<bool, T>([](auto, auto v) { return std::isnan(v); }, c.out, *c.in[0]);
+      });
+    })
+    .notDifferentiable("boolean output")
+    .onnx("IsNaN", 9);
+
+// y = x is +inf (detect_positive) or -inf (detect_negative)
+ONYX_OP(kIsInf, "is_inf")
+    .doc("y = (x == +inf and detect_positive) or (x == -inf and detect_negative) (bool)")
+    .inputs(1)
+    .attr("detect_negative", int64_t(1))
+    .attr("detect_positive", int64_t(1))
+    .infer(inferFloatTest)
+    .cpu([](KernelCtx& c) {
+      bool neg = c.attrs.i("detect_negative") != 0, pos = c.attrs.i("detect_positive") != 0;
+      dispatchFloat(c.in[0]->type(), "is_inf", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        host::elementwise<bool, T>(
+            [neg, pos](auto, auto v) { return std::isinf(v) && (v > 0 ? pos : neg); }, c.out, *c.in[0]);
+      });
+    })
+    .notDifferentiable("boolean output")
+    .onnx("IsInf", 10);
+
+Expr is_nan(Expr x) { return x->graph()->make(kIsNan, {x}); }
+Expr is_inf(Expr x, bool detectNegative, bool detectPositive) {
+  return x->graph()->make(kIsInf, {x},
+                          {{"detect_negative", attr(detectNegative)}, {"detect_positive", attr(detectPositive)}});
+}
+
+// -------------------------------------------------------------- activations
+
+// y = x / (1 + |x|)
+ONYX_OP(kSoftsign, "softsign")
+    .doc("y = x / (1 + |x|)")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(v / (T(1) + std::fabs(v)))))
+    .backward([](GradCtx& g) {
+      Expr d = 1.0 + abs(g.x(0));
+      g.add(0, g.dy / (d * d));
+    })
+    .onnx("Softsign", 1);
+
+// y = max(0, min(1, alpha x + beta))
+ONYX_OP(kHardSigmoid, "hard_sigmoid")
+    .doc("y = max(0, min(1, alpha x + beta))")
+    .inputs(1)
+    .attr("alpha", 0.2)
+    .attr("beta", 0.5)
+    .infer(ops::inferFloatUnary)
+    .cpu([](KernelCtx& c) {
+      double alpha = c.attrs.f("alpha"), beta = c.attrs.f("beta");
+      runUnaryFloat(c, EW_FN_BY_VALUE(std::fmax(T(0), std::fmin(T(1), T(alpha) * v + T(beta)))));
+    })
+    .backward([](GradCtx& g) {
+      // alpha where 0 < alpha x + beta < 1, 0 on the flat parts.
+      Expr y = g.y();
+      g.add(0, maskGrad(logical_and(gt(y, 0.0), lt(y, 1.0)), g.dy * g.attrs.f("alpha"), true));
+    })
+    .onnx("HardSigmoid", 6);
+
+// y = x * max(0, min(1, x/6 + 1/2))
+ONYX_OP(kHardSwish, "hard_swish")
+    .doc("y = x * max(0, min(1, x/6 + 1/2))")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(v * std::fmax(T(0), std::fmin(T(1), v * T(1.0 / 6.0) + T(0.5))))))
+    .backward([](GradCtx& g) {
+      // 0 for x < -3, x/3 + 1/2 in between, 1 for x > 3.
+      Expr x = g.x(0);
+      Expr inner = logical_and(gt(x, -3.0), lt(x, 3.0));
+      g.add(0, where(inner, g.dy * (x * (1.0 / 3.0) + 0.5), maskGrad(ge(x, 3.0), g.dy, true)));
+    })
+    .onnx("HardSwish", 14);
+
+// y = x * tanh(ln(1 + e^x))
+ONYX_OP(kMish, "mish")
+    .doc("y = x * tanh(softplus(x))")
+    .inputs(1)
+    .infer(ops::inferFloatUnary)
+    .cpu(ops::unaryFloat(EW_FN(v * std::tanh(functional::softplusOf(v)))))
+    .backward([](GradCtx& g) {
+      // dy/dx = t + x (1 - t^2) sigmoid(x), t = tanh(softplus(x)).
+      Expr x = g.x(0);
+      Expr t = tanh(softplus(x));
+      g.add(0, g.dy * (t + x * (1.0 - t * t) * sigmoid(x)));
+    })
+    .onnx("Mish", 18);
+
+// y = x if x > alpha else 0
+ONYX_OP(kThresholdedRelu, "thresholded_relu")
+    .doc("y = x if x > alpha else 0")
+    .inputs(1)
+    .attr("alpha", 1.0)
+    .infer(ops::inferFloatUnary)
+    .cpu([](KernelCtx& c) {
+      double alpha = c.attrs.f("alpha");
+      runUnaryFloat(c, EW_FN_BY_VALUE(v > T(alpha) ? v : T(0)));
+    })
+    .backward([](GradCtx& g) { g.add(0, maskGrad(gt(g.x(0), g.attrs.f("alpha")), g.dy, true)); })
+    .onnx("ThresholdedRelu", 10);
+
+// y = max(0, x) + min(0, alpha (e^(x/alpha) - 1))
+ONYX_OP(kCelu, "celu")
+    .doc("y = max(0, x) + min(0, alpha (e^(x/alpha) - 1))")
+    .inputs(1)
+    .attr("alpha", 1.0)
+    .infer([](InferCtx& c) {
+      c.check(c.attrs.f("alpha") != 0, "alpha must not be 0");
+      ops::inferFloatUnary(c);
+    })
+    .cpu([](KernelCtx& c) {
+      double alpha = c.attrs.f("alpha");
+      runUnaryFloat(c, EW_FN_BY_VALUE(v > T(0) ? v : T(alpha) * std::expm1(v / T(alpha))));
+    })
+    .backward([](GradCtx& g) {
+      // For x <= 0, dy/dx = e^(x/alpha) = y/alpha + 1.
+      double alpha = g.attrs.f("alpha");
+      g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * (g.y() * (1.0 / alpha) + 1.0)));
+    })
+    .onnx("Celu", 12);
+
+// y = x if x >= 0 else slope * x
+ONYX_OP(kPrelu, "prelu")
+    .doc("y = x if x >= 0 else slope * x (slope broadcasts to x)")
+    .inputs(2)
+    .infer([](InferCtx& c) {
+      infer::broadcast(c);
+      c.check(c.type != Type::boolean, "inputs are bool but prelu needs numbers");
+      c.check(c.shape == c.shapeOf(0), "slope of shape ", c.shapeOf(1), " does not broadcast to x's shape ",
+              c.shapeOf(0));
+    })
+    .cpu(ops::binaryNumeric([](auto, auto x, auto s) {
+      using T = decltype(x);
+      return x < T(0) ? static_cast<T>(x * s) : x;
+    }))
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      Expr negative = lt(x, 0.0);
+      if(g.needs(0)) g.add(0, where(negative, g.dy * g.x(1), g.dy));
+      if(g.needs(1)) g.add(1, maskGrad(negative, g.dy * x, true));
+    })
+    // Opset 6 wants slope of x's shape or one element: broadcasting covers both.
+    .onnx("PRelu", 6);
+
+// y = x + bias if x < -lambd, x - bias if x > lambd, else 0
+ONYX_OP(kShrink, "shrink")
+    .doc("y = x + bias if x < -lambd; x - bias if x > lambd; 0 otherwise")
+    .inputs(1)
+    .attr("lambd", 0.5)
+    .attr("bias", 0.0)
+    .infer(inferNumericUnary)
+    .cpu([](KernelCtx& c) {
+      double lambd = c.attrs.f("lambd"), bias = c.attrs.f("bias");
+      runUnaryNumeric(c, [lambd, bias](auto, auto v) {
+        using T = decltype(v);
+        double d = static_cast<double>(v);
+        if(d < -lambd) return static_cast<T>(d + bias);
+        if(d > lambd) return static_cast<T>(d - bias);
+        return T(0);
+      });
+    })
+    .backward([](GradCtx& g) {
+      double lambd = g.attrs.f("lambd");
+      Expr x = g.x(0);
+      g.add(0, maskGrad(logical_or(lt(x, -lambd), gt(x, lambd)), g.dy, true));
+    })
+    .onnx("Shrink", 9);
+
+Expr softsign(Expr x) { return x->graph()->make(kSoftsign, {x}); }
+Expr hard_sigmoid(Expr x, float alpha, float beta) {
+  return x->graph()->make(kHardSigmoid, {x}, {{"alpha", attr(alpha)}, {"beta", attr(beta)}});
+}
+Expr hard_swish(Expr x) { return x->graph()->make(kHardSwish, {x}); }
+Expr mish(Expr x) { return x->graph()->make(kMish, {x}); }
+Expr thresholded_relu(Expr x, float alpha) { return x->graph()->make(kThresholdedRelu, {x}, {{"alpha", attr(alpha)}}); }
+Expr celu(Expr x, float alpha) { return x->graph()->make(kCelu, {x}, {{"alpha", attr(alpha)}}); }
+Expr prelu(Expr x, Expr slope) { return x->graph()->make(kPrelu, {x, slope}); }
+Expr shrink(Expr x, float lambd, float bias) {
+  return x->graph()->make(kShrink, {x}, {{"lambd", attr(lambd)}, {"bias", attr(bias)}});
+}
+
+// ---------------------------------------------------------------------- mod
+
+// y = a mod b
+ONYX_OP(kMod, "mod")
+    .doc("y = a mod b (broadcasting); sign of b (Python), or of a with fmod=1 (C fmod)")
+    .inputs(2)
+    .attr("fmod", int64_t(0))
+    .infer([](InferCtx& c) {
+      infer::broadcast(c);
+      c.check(c.type != Type::boolean, "inputs are bool but mod needs numbers");
+    })
+    .cpu([](KernelCtx& c) {
+      bool cMod = c.attrs.i("fmod") != 0;
+      dispatchNumeric(c.out.type(), "mod", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        host::elementwise<T, T, T>([cMod](auto, auto a, auto b) { return modOf(a, b, cMod); }, c.out, *c.in[0],
+                                   *c.in[1]);
+      });
+    })
+    .backward([](GradCtx& g) {
+      // a = q b + y with q integer (constant almost everywhere): dy/da = 1,
+      // dy/db = -q.
+      if(g.needs(0)) g.add(0, g.dy);
+      if(g.needs(1)) g.add(1, -(g.dy * round((g.x(0) - g.y()) / g.x(1))));
+    })
+    .onnx("Mod", 10);
+
+Expr mod(Expr a, Expr b, bool fmod) { return a->graph()->make(kMod, {a, b}, {{"fmod", attr(fmod)}}); }
+
+// ------------------------------------------------------------------ bitwise
+
+// y = a << b or a >> b
+ONYX_OP(kBitShift, "bit_shift")
+    .doc("y = a << b (direction \"LEFT\") or a >> b (\"RIGHT\"); integers, broadcasting")
+    .inputs(2)
+    .attr("direction", std::string("LEFT"))
+    .infer([](InferCtx& c) {
+      const std::string& d = c.attrs.s("direction");
+      c.check(d == "LEFT" || d == "RIGHT", "direction is '", d, "' but must be \"LEFT\" or \"RIGHT\"");
+      inferIntegerBroadcast(c);
+    })
+    .cpu([](KernelCtx& c) {
+      bool left = c.attrs.s("direction") == "LEFT";
+      dispatchInteger(c.out.type(), "bit_shift", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        host::elementwise<T, T, T>([left](auto, T a, T b) { return shiftOf(a, b, left); }, c.out, *c.in[0],
+                                   *c.in[1]);
+      });
+    })
+    .notDifferentiable("integer inputs and output")
+    .onnx("BitShift", 11);
+
+// y = a & b, a | b, a ^ b
+#define EW_BITWISE(VAR, NAME, ONNX, OPER)                                                                  \
+  ONYX_OP(VAR, NAME)                                                                                       \
+      .doc("y = a " #OPER " b (bitwise; integers, broadcasting)")                                          \
+      .inputs(2)                                                                                           \
+      .infer(inferIntegerBroadcast)                                                                        \
+      .cpu([](KernelCtx& c) {                                                                              \
+        dispatchInteger(c.out.type(), NAME, [&](auto tag) {                                                \
+          using T = typename decltype(tag)::type;                                                          \
+          host::elementwise<T, T, T>([](auto, T a, T b) { return static_cast<T>(a OPER b); }, c.out,       \
+                                     *c.in[0], *c.in[1]);                                                  \
+        });                                                                                                \
+      })                                                                                                   \
+      .notDifferentiable("integer inputs and output")                                                      \
+      .onnx(ONNX, 18)
+
+EW_BITWISE(kBitwiseAnd, "bitwise_and", "BitwiseAnd", &);
+EW_BITWISE(kBitwiseOr, "bitwise_or", "BitwiseOr", |);
+EW_BITWISE(kBitwiseXor, "bitwise_xor", "BitwiseXor", ^);
+#undef EW_BITWISE
+
+// y = ~x
+ONYX_OP(kBitwiseNot, "bitwise_not")
+    .doc("y = ~x (bitwise; integers)")
+    .inputs(1)
+    .infer([](InferCtx& c) {
+      c.check(isInt(c.typeOf(0)), "input has element type ", c.typeOf(0), " but bitwise_not needs integers");
+      infer::sameAsInput0(c);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchInteger(c.out.type(), "bitwise_not", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        host::elementwise<T, T>([](auto, T a) { return static_cast<T>(~a); }, c.out, *c.in[0]);
+      });
+    })
+    .notDifferentiable("integer input and output")
+    .onnx("BitwiseNot", 18);
+
+Expr bit_shift(Expr a, Expr b, bool left) {
+  return a->graph()->make(kBitShift, {a, b}, {{"direction", attr(left ? "LEFT" : "RIGHT")}});
+}
+Expr bitwise_and(Expr a, Expr b) { return a->graph()->make(kBitwiseAnd, {a, b}); }
+Expr bitwise_or(Expr a, Expr b) { return a->graph()->make(kBitwiseOr, {a, b}); }
+Expr bitwise_xor(Expr a, Expr b) { return a->graph()->make(kBitwiseXor, {a, b}); }
+Expr bitwise_not(Expr a) { return a->graph()->make(kBitwiseNot, {a}); }
+
+#undef EW_FN
+#undef EW_FN_BY_VALUE
+
+}  // namespace onyx
