@@ -57,6 +57,9 @@ HostValue readValueFile(const std::string& path, const ValueInfo* info) {
   }
   ::onnx::TensorProto t;
   parse(t, bytes, path, "a TensorProto");
+  // Test data written by ONNX before 1.13 stores bfloat16 as UINT16 bits.
+  if(info && info->type == Type::bfloat16 && t.data_type() == static_cast<int>(Type::uint16))
+    t.set_data_type(static_cast<int>(Type::bfloat16));
   return HostValue::of(tensorFromOnnx(t, dir, path));
 }
 
