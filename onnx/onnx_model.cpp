@@ -97,9 +97,15 @@ std::string readExternal(const ::onnx::TensorProto& t, const std::string& dir, c
   std::string location;
   int64_t offset = 0, length = -1;
   for(const auto& kv : t.external_data()) {
+    auto number = [&](const std::string& v) {
+      char* end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if(v.empty() || *end != '\0') throw Error(str(what, ": external data ", kv.key(), " '", v, "' is not a number"));
+      return static_cast<int64_t>(n);
+    };
     if(kv.key() == "location") location = kv.value();
-    else if(kv.key() == "offset") offset = std::stoll(kv.value());
-    else if(kv.key() == "length") length = std::stoll(kv.value());
+    else if(kv.key() == "offset") offset = number(kv.value());
+    else if(kv.key() == "length") length = number(kv.value());
   }
   if(location.empty()) throw Error(str(what, ": external data without a location"));
   fs::path rel(location);

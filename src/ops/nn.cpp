@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/reduce.h>
@@ -140,6 +141,81 @@ ONYX_OP(kLogSoftmax, "log_softmax")
 
 Expr log_softmax(Expr x, int axis) { return x->graph()->make(kLogSoftmax, {x}, {{"axis", attr(axis)}}); }
 
+// ------------------------------------------------------------------ hardmax
+
+namespace {
+
+// 1 at the first maximum of every line along `axis`, 0 elsewhere.
+template <class T>
+void hardmaxLines(const TensorBase& xt, TensorBase& yt, int axis) {
+  using C = typename ComputeOf<T>::type;
+  AxisLines lines(xt.shape(), axis);
+  const T* x = xt.data<T>();
+  T* y = yt.data<T>();
+  const int64_t n = lines.n, st = lines.inner;
+  host::parallelFor(lines.lines(), xt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t k = b; k < e; ++k) {
+      const int64_t o = lines.start(k);
+      int64_t best = 0;
+      C m = host::load(x, o);
+      for(int64_t j = 1; j < n; ++j) {
+        C v = host::load(x, o + j * st);
+        if(v > m) {
+          m = v;
+          best = j;
+        }
+      }
+      for(int64_t j = 0; j < n; ++j) host::store(y, o + j * st, C(j == best ? 1 : 0));
+    }
+  });
+}
+
+// Opsets 1-12 of Softmax, LogSoftmax and Hardmax: the input is viewed as
+// 2-D [d0*..*d(axis-1), d(axis)*..*d(n-1)] (axis default 1) and the op runs
+// along the second dim.
+void importCoerced2d(OnnxImportCtx& c, Expr (*op)(Expr, int)) {
+  Expr x = c.input(0);
+  const int r = x->shape().rank();
+  int64_t axis = c.attrInt("axis", 1);
+  c.check(r >= 1, "needs an input of rank >= 1, got a scalar");
+  c.check(axis >= -r && axis <= r, "axis ", axis, " is out of range for rank ", r);
+  if(axis < 0) axis += r;
+  if(axis == r - 1) {
+    c.setOutput(0, op(x, -1));
+    return;
+  }
+  c.setOutput(0, reshape(op(flatten(x, static_cast<int>(axis)), -1), x->shape()));
+}
+
+}  // namespace
+
+// y = onehot(argmax(x, axis)) (the first maximum wins ties)
+ONYX_OP(kHardmax, "hardmax")
+    .doc("y = 1 at the first maximum of x along axis, 0 elsewhere")
+    .inputs(1)
+    .attr("axis", int64_t(-1))
+    .infer(inferSoftmax)
+    .cpu([](KernelCtx& c) {
+      int axis = normAxis(c.in[0]->shape(), c.attrs.i("axis"));
+      dispatchFloat(c.out.type(), "hardmax", [&](auto tag) {
+        hardmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis);
+      });
+    })
+    .notDifferentiable("piecewise constant: the gradient is zero almost everywhere")
+    .onnx("Hardmax", 13);
+
+Expr hardmax(Expr x, int axis) { return x->graph()->make(kHardmax, {x}, {{"axis", attr(axis)}}); }
+
+ONYX_ONNX_IMPORT(kOnnxSoftmaxOld, "Softmax", 1).until(12).importer([](OnnxImportCtx& c) {
+  importCoerced2d(c, [](Expr x, int axis) { return softmax(x, axis); });
+});
+ONYX_ONNX_IMPORT(kOnnxLogSoftmaxOld, "LogSoftmax", 1).until(12).importer([](OnnxImportCtx& c) {
+  importCoerced2d(c, [](Expr x, int axis) { return log_softmax(x, axis); });
+});
+ONYX_ONNX_IMPORT(kOnnxHardmaxOld, "Hardmax", 1).until(12).importer([](OnnxImportCtx& c) {
+  importCoerced2d(c, [](Expr x, int axis) { return hardmax(x, axis); });
+});
+
 // --------------------------------------------------------------- layer_norm
 
 namespace {
@@ -260,10 +336,39 @@ ONYX_OP(kLayerNorm, "layer_norm")
         g.add(0, rstd * (dxhat - sum(dxhat, axes, true) / count - xhat * (sum(dxhat * xhat, axes, true) / count)));
       }
     })
-    // Same attribute names; Scale and B are required here (layer_norm(x)
-    // without them builds constants). The optional Mean/InvStdDev outputs are
-    // not produced.
-    .onnx("LayerNormalization", 17);
+    // Same attribute names. B is optional in ONNX (zeros here); the optional
+    // Mean and InvStdDev outputs are built from reductions (shape: x's with
+    // the normalised dims set to 1). stash_type only names the precision of
+    // the statistics, which the kernel keeps in double anyway.
+    .onnx("LayerNormalization", 17)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0), scale = c.input(1);
+      const int r = x->shape().rank();
+      int64_t axis = c.attrInt("axis", -1);
+      double eps = c.attrFloat("epsilon", 1e-5);
+      int64_t stash = c.attrInt("stash_type", 1);
+      c.check(stash == 1 || stash == 11 || stash == 10 || stash == 16, "stash_type ", stash,
+              " is not a floating-point type");
+      c.check(r >= 1 && axis >= -r && axis < r, "axis ", axis, " is out of range for rank ", r);
+      if(axis < 0) axis += r;
+      Expr bias = c.hasInput(2) ? c.input(2)
+                                : c.graph().zeros(Shape(trailingDims(x->shape(), static_cast<int>(axis))), x->value_type());
+      c.setOutput(0, layer_norm(x, scale, bias, static_cast<int>(axis), eps));
+      if(c.numOutputs() > 1 && (c.wantsOutput(1) || (c.numOutputs() > 2 && c.wantsOutput(2)))) {
+        std::vector<int> axes;
+        for(int a = static_cast<int>(axis); a < r; ++a) axes.push_back(a);
+        Expr mu = mean(x, axes, true);
+        Expr xc = x - mu;
+        Expr inv = 1.0 / sqrt(mean(xc * xc, axes, true) + eps);
+        auto out = [&](size_t i, Expr e) {
+          if(i >= c.numOutputs() || !c.wantsOutput(i)) return;
+          Type t = c.declaredOutputType(i);
+          c.setOutput(i, t != Type::undefined && t != e->value_type() ? cast(e, t) : e);
+        };
+        out(1, mu);
+        out(2, inv);
+      }
+    });
 
 Expr layer_norm(Expr x, Expr gamma, Expr beta, int axis, double eps) {
   return x->graph()->make(kLayerNorm, {x, gamma, beta}, {{"axis", attr(axis)}, {"epsilon", attr(eps)}});
@@ -333,6 +438,54 @@ void crossEntropyRows(KernelCtx& c) {
 
 }  // namespace
 
+namespace {
+
+// ONNX NegativeLogLikelihoodLoss on log-probabilities lp [N, C, d1, ...] and
+// targets [N, d1, ...], with the node's optional weight input 2 and its
+// reduction / ignore_index attributes. Built from where/sum over a one-hot
+// of the targets, so it is differentiable in lp (and in the weights).
+Expr nllLossImport(OnnxImportCtx& c, Expr lp, Expr target) {
+  std::string reduction = c.attrString("reduction", "mean");
+  c.check(reduction == "none" || reduction == "sum" || reduction == "mean", "reduction '", reduction,
+          "' is not one of none, sum, mean");
+  const Shape& ls = lp->shape();
+  c.check(ls.rank() >= 2, "input must have shape [N, C, d1, ...], got ", ls);
+  c.check(target->value_type() == Type::int32 || target->value_type() == Type::int64, "target has element type ",
+          target->value_type(), "; it must be int32 or int64 class indices");
+  std::vector<int64_t> want = ls.vec();
+  want.erase(want.begin() + 1);
+  c.check(target->shape().vec() == want, "target of shape ", target->shape(), " does not match input of shape ", ls,
+          ": expected ", Shape(want));
+  const int64_t classes = ls.dims()[1];
+  std::vector<int64_t> column = target->shape().vec();
+  column.insert(column.begin() + 1, 1);
+  Expr t = reshape(target, column);
+  std::vector<int64_t> ids(static_cast<size_t>(classes));
+  std::iota(ids.begin(), ids.end(), int64_t(0));
+  std::vector<int64_t> idShape(static_cast<size_t>(ls.rank()), 1);
+  idShape[1] = classes;
+  Expr hit = eq(t, c.graph().constant(Shape(idShape), inits::fromVector(ids), target->value_type()));
+  if(c.hasAttr("ignore_index")) {
+    int64_t ii = c.attrInt("ignore_index", 0);
+    if(ii >= 0 && ii < classes) hit = logical_and(hit, ne(t, double(ii)));
+  }
+  Expr w = cast(hit, lp->value_type());  // one-hot of the counted targets
+  Expr picked = where(hit, lp, 0.0);     // not lp * w: lp may hold -inf off target
+  if(c.numInputs() > 2 && c.hasInput(2)) {
+    Expr weight = c.input(2);
+    c.check(weight->shape() == Shape({classes}), "weight must have shape [", classes, "], got ", weight->shape());
+    Expr wc = reshape(weight, idShape);
+    w = w * wc;
+    picked = picked * wc;
+  }
+  Expr loss = -sum(picked, std::vector<int>{1}, false);
+  if(reduction == "none") return loss;
+  if(reduction == "sum") return sum(loss);
+  return sum(loss) / sum(w);
+}
+
+}  // namespace
+
 // y[...] = -sum_c q[..., c] * log_softmax(logits)[..., c], q = (1-ls) onehot(labels) + ls/C
 ONYX_OP(kCrossEntropy, "cross_entropy")
     .doc("y = -sum(q * log_softmax(logits)) over the last axis, q = (1 - label_smoothing) * onehot(labels) + "
@@ -382,11 +535,40 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
     // axis is 1 (logits of rank > 2 need a Transpose moving the last axis to 1),
     // and it has no label smoothing (label_smoothing != 0 exports as the
     // composite -sum(q * LogSoftmax(logits))).
-    .onnx("SoftmaxCrossEntropyLoss", 12);
+    // Import: 2-D logits without weights, ignore_index or log_prob use this
+    // op; everything else is the composite NLL(log_softmax(x, 1)).
+    .onnx("SoftmaxCrossEntropyLoss", 12)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0), labels = c.input(1);
+      const bool logProb = c.numOutputs() > 1 && c.wantsOutput(1);
+      if(x->shape().rank() == 2 && !c.hasAttr("ignore_index") && !(c.numInputs() > 2 && c.hasInput(2)) && !logProb &&
+         (labels->value_type() == Type::int32 || labels->value_type() == Type::int64)) {
+        std::string reduction = c.attrString("reduction", "mean");
+        Expr loss = cross_entropy(x, labels);
+        if(reduction == "sum") loss = sum(loss);
+        else if(reduction == "mean") loss = mean(loss);
+        else c.check(reduction == "none", "reduction '", reduction, "' is not one of none, sum, mean");
+        c.setOutput(0, loss);
+        return;
+      }
+      c.check(x->shape().rank() >= 2, "scores must have shape [N, C, d1, ...], got ", x->shape());
+      Expr lp = log_softmax(x, 1);
+      c.setOutput(0, nllLossImport(c, lp, labels));
+      if(logProb) c.setOutput(1, lp);
+    });
 
 Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing) {
   return logits->graph()->make(kCrossEntropy, {logits, labels}, {{"label_smoothing", attr(labelSmoothing)}});
 }
+
+
+// Inputs already log-probabilities: the SoftmaxCrossEntropyLoss composite
+// without its log_softmax. Opsets 12, 13 and 22 differ in types only.
+ONYX_ONNX_IMPORT(kOnnxNllLoss, "NegativeLogLikelihoodLoss", 12).importer([](OnnxImportCtx& c) {
+  Expr lp = c.input(0);
+  c.check(isFloat(lp->value_type()), "input has element type ", lp->value_type(), "; it must be a float type");
+  c.setOutput(0, nllLossImport(c, lp, c.input(1)));
+});
 
 // ------------------------------------------------------------------ dropout
 
@@ -444,5 +626,38 @@ Expr dropout(Expr x, float p, bool training) {
   if(!training || p == 0 || x->graph()->isInference()) return x;
   return x * dropout_mask(x->graph(), x->shape(), p, x->value_type());
 }
+
+// ONNX Dropout, every opset. Opsets 1-11 have no training switch and import
+// as the identity (inference; is_test and ratio are read and ignored).
+// Opsets 12+ take ratio and training_mode as inputs (read now, they steer
+// the structure); training_mode true draws the mask from the graph's
+// generator, so the node's `seed` attribute is not used and the mask differs
+// from other runtimes'. The optional mask output is float in opsets < 10,
+// bool from 10 on; all ones when no mask is drawn.
+ONYX_ONNX_IMPORT(kOnnxDropout, "Dropout", 1).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(isFloat(x->value_type()), "input has element type ", x->value_type(), "; it must be a float type");
+  double ratio = 0.5;
+  bool training = false;
+  if(c.opset() < 12) {
+    ratio = c.attrFloat("ratio", 0.5);
+    if(c.opset() < 7) c.ignoreAttr("is_test");
+    if(c.opset() < 6) c.ignoreAttr("consumed_inputs");
+  } else {
+    c.ignoreAttr("seed");
+    if(c.numInputs() > 1 && c.hasInput(1)) ratio = c.scalar(1);
+    if(c.numInputs() > 2 && c.hasInput(2)) training = c.scalar(2) != 0;
+  }
+  c.check(ratio >= 0 && (training ? ratio < 1 : ratio <= 1), "ratio must be in [0, 1), got ", ratio);
+  Type maskType = c.opset() < 10 ? x->value_type() : Type::boolean;
+  if(!training || ratio == 0) {
+    c.setOutput(0, x);
+    if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, c.graph().ones(x->shape(), maskType));
+    return;
+  }
+  Expr m = dropout_mask(&c.graph(), x->shape(), static_cast<float>(ratio), x->value_type());
+  c.setOutput(0, x * m);
+  if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, cast(ne(m, 0.0), maskType));
+});
 
 }  // namespace onyx

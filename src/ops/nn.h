@@ -14,6 +14,9 @@ class ExpressionGraph;
 Expr softmax(Expr x, int axis = -1);
 // x - log(sum(exp(x))) along one axis, stable for large |x|.
 Expr log_softmax(Expr x, int axis = -1);
+// 1 at the first maximum along one axis, 0 elsewhere (ONNX Hardmax since
+// opset 13). Not differentiable.
+Expr hardmax(Expr x, int axis = -1);
 
 // (x - mean) / sqrt(var + eps) * gamma + beta, with mean and var over the
 // dims from `axis` to the end; gamma and beta broadcast to those dims.

@@ -6,3 +6,4 @@
 #include <onyx/ops/indexing.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>
+#include <onyx/ops/norm.h>

@@ -121,6 +121,44 @@ ONYX_OP_CASE({"log_softmax", "large_logits_finite",
               [](Rs x) { return refSoftmax(x[0], -1, true); },
               true, /*rtol=*/1e-5, /*atol=*/1e-4});
 
+// ------------------------------------------------------------------ hardmax
+
+// 1 at the first maximum of every line along `axis`, 0 elsewhere.
+Ref refHardmax(const Ref& x, int axis) {
+  size_t r = x.shape.size();
+  size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int>(r) : axis);
+  int64_t outer = prodOf(x.shape, 0, a), n = x.shape[a], inner = prodOf(x.shape, a + 1, r);
+  Ref y = refLike(x);
+  for(int64_t o = 0; o < outer; ++o)
+    for(int64_t i = 0; i < inner; ++i) {
+      int64_t best = 0;
+      for(int64_t j = 1; j < n; ++j)
+        if(x[o * n * inner + j * inner + i] > x[o * n * inner + best * inner + i]) best = j;
+      y[o * n * inner + best * inner + i] = 1;
+    }
+  return y;
+}
+
+ONYX_OP_CASE({"hardmax", "last_axis_3d", {in({2, 3, 4}, -3, 3)},
+              [](Xs x) { return hardmax(x[0]); },
+              [](Rs x) { return refHardmax(x[0], -1); }, /*gradcheck=*/false});
+ONYX_OP_CASE({"hardmax", "axis0_3d", {in({3, 2, 4}, -3, 3)},
+              [](Xs x) { return hardmax(x[0], 0); },
+              [](Rs x) { return refHardmax(x[0], 0); }, /*gradcheck=*/false});
+ONYX_OP_CASE({"hardmax", "axis1_3d", {in({2, 3, 4}, -3, 3)},
+              [](Xs x) { return hardmax(x[0], 1); },
+              [](Rs x) { return refHardmax(x[0], 1); }, /*gradcheck=*/false});
+// Ties: the first maximum wins, exactly one 1 per line.
+ONYX_OP_CASE({"hardmax", "ties_first_wins", {values({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2})},
+              [](Xs x) { return hardmax(x[0]); },
+              [](Rs x) {
+                Ref y = refOfShape({2, 4});
+                y[1] = 1;
+                y[4] = 1;
+                (void)x;
+                return y;
+              }, /*gradcheck=*/false});
+
 // --------------------------------------------------------------- layer_norm
 
 ONYX_OP_CASE({"layer_norm", "2d_last_axis", {in({4, 6}, -2, 2), in({6}, 0.5, 1.5), in({6})},

@@ -190,6 +190,33 @@ TEST(OnnxImport, ExternalDataIsReadFromTheModelsFolder) {
   expectOneLine(errorOf(save(m, d / "ext_link.onnx")), {"ext_link.onnx", "leaves the model's folder"});
 }
 
+// Weights past the 2 GiB mark of an external file (a sparse file: no disk
+// space is used): offsets are 64-bit all the way.
+TEST(OnnxImport, ExternalDataBeyondTwoGigabytes) {
+  TempDir d;
+  auto m = unaryModel("Add", 13, {1, 2, 3, 4, 5, 6}, {2, 3});
+  auto* t = m.mutable_graph()->mutable_initializer(0);
+  std::string bytes = t->raw_data();
+  t->clear_raw_data();
+  t->set_data_location(::onnx::TensorProto::EXTERNAL);
+  const int64_t offset = (int64_t(1) << 31) + 4096;
+  for(auto kv : {std::make_pair("location", std::string("big.bin")), std::make_pair("offset", std::to_string(offset))}) {
+    auto* e = t->add_external_data();
+    e->set_key(kv.first);
+    e->set_value(kv.second);
+  }
+  {
+    std::ofstream f(d / "big.bin", std::ios::binary);
+    f.seekp(offset);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ASSERT_GT(fs::file_size(d / "big.bin"), uint64_t(1) << 31);
+  Session s(Model::load(save(m, d / "big.onnx")));
+  EXPECT_EQ(s.run({{"x", x23()}}).at("y")->toVector<float>(), (std::vector<float>{0, 4, 0, 8, 0, 12}));
+  t->mutable_external_data(1)->set_value("12abc");
+  expectOneLine(errorOf(save(m, d / "badnum.onnx")), {"badnum.onnx", "offset '12abc' is not a number"});
+}
+
 TEST(OnnxBadInput, TruncatedFile) {
   TempDir d;
   auto m = unaryModel("Add", 13, {1, 2, 3, 4, 5, 6}, {2, 3});

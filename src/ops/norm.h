@@ -1,0 +1,49 @@
+// Normalisation layers of src/ops/norm.cpp. Each is a composite of registry
+// ops (reductions, layer_norm, element-wise ops), so gradients come from its
+// building blocks. Layouts are channel-first, [N, C, d1, ...], as in ONNX;
+// per-channel parameters have shape [C].
+#pragma once
+#include <vector>
+
+#include <onyx/graph/node.h>
+
+namespace onyx {
+
+// Inference batch norm: y = (x - mean) / sqrt(var + eps) * scale + bias per
+// channel (axis 1), with stored statistics mean and var.
+Expr batch_norm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps = 1e-5);
+
+// Training batch norm: the statistics are the batch's, over every axis but 1
+// (var is the population variance). mean and var have shape [C].
+struct BatchNormResult {
+  Expr y, mean, var;
+};
+BatchNormResult batch_norm_train(Expr x, Expr scale, Expr bias, double eps = 1e-5);
+
+// y = (x - mean) / sqrt(var + eps) * scale + bias with statistics per
+// (sample, channel) over the spatial dims d1, ... (x of rank >= 3).
+Expr instance_norm(Expr x, Expr scale, Expr bias, double eps = 1e-5);
+
+// Channels split into `groups` consecutive groups; statistics per (sample,
+// group) over the group's channels and the spatial dims; then per-channel
+// scale and bias ([C]). C must be a multiple of groups.
+Expr group_norm(Expr x, int64_t groups, Expr scale, Expr bias, double eps = 1e-5);
+
+// y = x / sqrt(mean(x^2) + eps) * scale, mean over the dims from `axis` to
+// the end; scale broadcasts to those dims.
+Expr rms_norm(Expr x, Expr scale, int axis = -1, double eps = 1e-5);
+
+// y = x / ||x||_p along `axis`, p = 1 or 2 (ONNX LpNormalization; a line of
+// zeros gives NaN, as in ONNX's reference).
+Expr lp_normalize(Expr x, int axis = -1, int p = 2);
+
+// y = (x - mean) / (sqrt(var) + 1e-9) with mean and var over `axes` (ONNX
+// MeanVarianceNormalization).
+Expr mean_variance_norm(Expr x, const std::vector<int>& axes = {0, 2, 3});
+
+// Local response normalisation across channels (ONNX LRN):
+// y = x / (bias + alpha / size * sum of x^2 over the `size` channels around
+// c)^beta; the window is [c - (size-1)/2, c + size/2] clipped to the channels.
+Expr lrn(Expr x, int64_t size, double alpha = 1e-4, double beta = 0.75, double bias = 1.0);
+
+}  // namespace onyx

@@ -1,0 +1,264 @@
+// onnx-bench: times an ONNX model with Onyx (load, median/p90 run latency,
+// peak memory).
+//
+//   onnx-bench model.onnx --threads 2 --iters 50
+//   onnx-bench bert.onnx --dim N=4 --json
+//   onnx-bench model.onnx --input x=x.npy --warmup 5
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include <onyx/graph/expression_graph.h>
+
+#include "tool_common.h"
+
+using namespace onyx;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The value at fraction q (0..1) of the sorted samples (nearest rank).
+double quantile(std::vector<double> v, double q) {
+  if(v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double median(std::vector<double> v) {
+  if(v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::pair<std::string, std::string> splitSpec(const std::string& spec, const char* flag) {
+  size_t eq = spec.find('=');
+  if(eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    throw Error(str(flag, " '", spec, "': expected NAME=VALUE"));
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+// A tensor of the model's declared input type and shape with random values:
+// floats uniform in [-1, 1), integers uniform in [0, intHigh), booleans 0/1.
+Tensor randomInput(const ValueInfo& info, const std::map<std::string, int64_t>& dims, int64_t intHigh,
+                   std::mt19937_64& rng) {
+  if(info.kind != "tensor")
+    throw Error(str("input '", info.name, "' is a ", info.kind, ": give it with --input NAME=FILE"));
+  if(!info.hasShape)
+    throw Error(str("input '", info.name, "' has no declared shape: give it with --input NAME=FILE"));
+  std::vector<int64_t> shape;
+  for(size_t i = 0; i < info.dims.size(); ++i) {
+    int64_t d = info.dims[i];
+    if(d < 0) {
+      const std::string& name = i < info.dimNames.size() ? info.dimNames[i] : std::string();
+      auto it = name.empty() ? dims.end() : dims.find(name);
+      d = it == dims.end() ? 1 : it->second;
+    }
+    shape.push_back(d);
+  }
+  Tensor t = TensorBase::create(Shape(shape), info.type);
+  int64_t n = t->size();
+  if(info.type == Type::float32) {
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    float* p = t->data<float>();
+    for(int64_t i = 0; i < n; ++i) p[i] = u(rng);
+  } else if(isFloat(info.type)) {
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for(int64_t i = 0; i < n; ++i) t->setFromDouble(i, u(rng));
+  } else if(info.type == Type::boolean) {
+    std::uniform_int_distribution<int> u(0, 1);
+    for(int64_t i = 0; i < n; ++i) t->setFromDouble(i, u(rng));
+  } else if(isInt(info.type)) {
+    std::uniform_int_distribution<int64_t> u(0, std::max<int64_t>(intHigh, 1) - 1);
+    for(int64_t i = 0; i < n; ++i) t->setFromDouble(i, static_cast<double>(u(rng)));
+  } else {
+    throw Error(str("input '", info.name, "' has type ", typeName(info.type),
+                    ": no random values for it; give it with --input NAME=FILE"));
+  }
+  return t;
+}
+
+std::string jsonString(const std::string& s) {
+  std::ostringstream o;
+  o << '"';
+  for(char c : s) {
+    if(c == '"' || c == '\\') o << '\\' << c;
+    else if(static_cast<unsigned char>(c) < 0x20) o << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(c) << std::dec;
+    else o << c;
+  }
+  return o.str() + '"';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Times an ONNX model with Onyx: model load, Session::run latency (median, p90), peak memory.\n\n"
+               "Examples:\n"
+               "  onnx-bench model.onnx --threads 2 --iters 50\n"
+               "  onnx-bench bert.onnx --dim N=4 --json\n"
+               "  onnx-bench model.onnx --input x=x.npy\n"};
+  std::string modelPath, device = "cpu";
+  std::vector<std::string> inputs, dimSpecs;
+  int threads = 0, iters = 20, warmup = 3;
+  int64_t intHigh = 10;
+  uint64_t seed = 1;
+  bool json = false;
+  app.add_option("model", modelPath, "the .onnx file")->required();
+  app.add_option("--input", inputs, "NAME=FILE (.npy or TensorProto .pb); inputs not given get random values");
+  app.add_option("--dim", dimSpecs, "NAME=VALUE for a symbolic input dim (default 1)");
+  app.add_option("--threads", threads, "CPU threads (0: default)")->capture_default_str();
+  app.add_option("--iters", iters, "timed runs")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed runs before the timed ones (after the first run)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--int-high", intHigh, "random integer inputs are drawn from [0, VALUE)")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the random inputs")->capture_default_str();
+  app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
+  app.add_flag("--json", json, "print one JSON object instead of text");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    std::map<std::string, int64_t> dims;
+    for(const auto& spec : dimSpecs) {
+      auto kv = splitSpec(spec, "--dim");
+      try {
+        size_t used = 0;
+        int64_t v = std::stoll(kv.second, &used);
+        if(used != kv.second.size() || v < 0) throw std::invalid_argument("");
+        dims[kv.first] = v;
+      } catch(const std::logic_error&) {
+        throw Error(str("--dim '", spec, "': VALUE must be a non-negative integer"));
+      }
+    }
+
+    auto t0 = Clock::now();
+    auto model = Model::load(modelPath);
+    double loadMs = msSince(t0);
+
+    SessionOptions so;
+    so.device = parseDevice(device);
+    so.threads = threads;
+    t0 = Clock::now();
+    Session session(model, so);
+    double sessionMs = msSince(t0);
+
+    HostValues in;
+    for(const auto& spec : inputs) {
+      auto kv = splitSpec(spec, "--input");
+      const ValueInfo* info = nullptr;
+      for(const auto& i : model->inputs())
+        if(i.name == kv.first) info = &i;
+      if(!info) {
+        std::string names;
+        for(const auto& i : model->inputs()) names += (names.empty() ? "" : ", ") + i.name;
+        throw Error(str("--input '", spec, "': the model has no input '", kv.first, "' (inputs: ", names, ")"));
+      }
+      in[kv.first] = tools::readValueFile(kv.second, info);
+    }
+    std::mt19937_64 rng(seed);
+    for(const auto& i : model->inputs())
+      if(!in.count(i.name)) in[i.name] = HostValue::of(randomInput(i, dims, intHigh, rng));
+
+    // Session::run for plain tensors, runValues when a sequence/optional is involved.
+    bool plain = true;
+    std::map<std::string, Tensor> tensors;
+    for(const auto& kv : in) {
+      if(kv.second.kind != OnnxValue::Kind::Tensor) plain = false;
+      else tensors[kv.first] = kv.second.tensor;
+    }
+    for(const auto& o : model->outputs())
+      if(o.kind != "tensor") plain = false;
+    auto runOnce = [&]() {
+      if(plain) session.run(tensors);
+      else session.runValues(in);
+    };
+
+    t0 = Clock::now();
+    runOnce();  // builds the graph for this input signature
+    double firstMs = msSince(t0);
+    for(int i = 0; i < warmup; ++i) runOnce();
+    std::vector<double> lat;
+    lat.reserve(static_cast<size_t>(iters));
+    for(int i = 0; i < iters; ++i) {
+      t0 = Clock::now();
+      runOnce();
+      lat.push_back(msSince(t0));
+    }
+
+    // ru_maxrss (KiB on Linux) keeps the parent's RSS at fork across exec, so
+    // a small process started by a big one reports the parent's figure; the
+    // address space's own high-water mark (VmHWM) starts fresh at exec.
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    double maxrssMB = static_cast<double>(ru.ru_maxrss) / 1024.0;
+    double peakRssMB = maxrssMB;
+    {
+      std::ifstream status("/proc/self/status");
+      std::string line;
+      while(std::getline(status, line))
+        if(line.rfind("VmHWM:", 0) == 0) peakRssMB = std::stod(line.substr(6)) / 1024.0;  // "VmHWM:  1234 kB"
+    }
+    auto graph = session.lastGraph();
+    double graphPeakMB = graph ? static_cast<double>(graph->memoryStats().peakBytes) / (1024.0 * 1024.0) : 0.0;
+    double med = median(lat), p90 = quantile(lat, 0.9);
+    double mn = *std::min_element(lat.begin(), lat.end());
+    double mx = *std::max_element(lat.begin(), lat.end());
+
+    std::string inputDesc;
+    for(const auto& kv : in) {
+      if(!inputDesc.empty()) inputDesc += ", ";
+      if(kv.second.kind == OnnxValue::Kind::Tensor) {
+        std::ostringstream s;
+        s << kv.first << ": " << typeName(kv.second.tensor->type()) << "[";
+        const Shape& sh = kv.second.tensor->shape();
+        for(int d = 0; d < sh.rank(); ++d) s << (d ? "," : "") << sh[d];
+        s << "]";
+        inputDesc += s.str();
+      } else {
+        inputDesc += kv.first;
+      }
+    }
+
+    if(json) {
+      std::ostringstream o;
+      o << std::setprecision(6);
+      o << "{\"model\": " << jsonString(modelPath) << ", \"threads\": " << threads << ", \"iters\": " << iters
+        << ", \"warmup\": " << warmup << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
+        << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
+        << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
+        << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
+      for(size_t i = 0; i < lat.size(); ++i) o << (i ? ", " : "") << lat[i];
+      o << "]}";
+      std::cout << o.str() << std::endl;
+    } else {
+      std::cout << std::fixed << std::setprecision(3) << "model:            " << modelPath << "\n"
+                << "inputs:           " << inputDesc << "\n"
+                << "threads:          " << threads << (threads == 0 ? " (default)" : "") << "\n"
+                << "load:             " << loadMs << " ms (Model::load)\n"
+                << "first run:        " << firstMs << " ms (includes building the graph)\n"
+                << "latency median:   " << med << " ms over " << iters << " runs (" << warmup << " warm-up)\n"
+                << "latency p90:      " << p90 << " ms (min " << mn << ", max " << mx << ")\n"
+                << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
+                << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
+    }
+    return 0;
+  } catch(const std::exception& e) {
+    std::cerr << "onnx-bench: " << e.what() << "\n";
+    return 1;
+  }
+}
