@@ -7,3 +7,5 @@
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>
 #include <onyx/ops/norm.h>
+#include <onyx/ops/conv.h>
+#include <onyx/ops/resize.h>

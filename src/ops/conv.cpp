@@ -1,0 +1,1123 @@
+// Convolution and pooling: conv (im2col + GEMM), conv_transpose (GEMM +
+// col2im), conv_grad_weight, max_pool (+ indices), average_pool (+ its
+// adjoint), and the ONNX imports of Conv, ConvTranspose, ConvInteger, the
+// pools, global pools and MaxUnpool.
+//
+// Kernels see every input as having 3 spatial dims: the real 1 to 3 dims are
+// the last ones, the missing leading ones have size 1 (kernel 1, stride 1,
+// no padding), so one loop nest serves 1-D, 2-D and 3-D.
+#include <onyx/ops/conv.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <onyx/backend/cpu/gemm.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+
+namespace {
+
+using AttrList = std::vector<std::pair<std::string, AttrValue>>;
+
+// ---------------------------------------------------------------- geometry
+
+// Spatial lists with their defaults filled in.
+struct Spatial {
+  int nd = 0;
+  std::vector<int64_t> strides, dilations, pads;  // pads: 2 * nd
+};
+
+std::vector<int64_t> listOr(const IntList& v, size_t n, int64_t def) {
+  if(v.empty()) return std::vector<int64_t>(n, def);
+  return std::vector<int64_t>(v.begin(), v.end());
+}
+
+Spatial spatialOf(const Attrs& a, int nd) {
+  Spatial s;
+  s.nd = nd;
+  s.strides = listOr(a.ints("strides"), size_t(nd), 1);
+  s.dilations = listOr(a.ints("dilations"), size_t(nd), 1);
+  s.pads = listOr(a.ints("pads"), size_t(2 * nd), 0);
+  return s;
+}
+
+// Validates the lists of a node (sizes, strides and dilations >= 1).
+Spatial checkedSpatial(InferCtx& c, int nd, bool padsNonNegative) {
+  auto check = [&](const char* name, size_t n) {
+    const IntList& v = c.attrs.ints(name);
+    c.check(v.empty() || v.size() == n, name, " ", attrToString(v), " must have ", n, " entries (",
+            n == size_t(nd) ? "one per spatial dim" : "begin and end per spatial dim", "), got ", v.size());
+  };
+  check("strides", size_t(nd));
+  check("dilations", size_t(nd));
+  check("pads", size_t(2 * nd));
+  Spatial s = spatialOf(c.attrs, nd);
+  for(int i = 0; i < nd; ++i) {
+    c.check(s.strides[i] >= 1, "strides must be >= 1, got ", attrToString(c.attrs.ints("strides")));
+    c.check(s.dilations[i] >= 1, "dilations must be >= 1, got ", attrToString(c.attrs.ints("dilations")));
+  }
+  if(padsNonNegative)
+    for(auto p : s.pads) c.check(p >= 0, "pads must be >= 0, got ", attrToString(c.attrs.ints("pads")));
+  return s;
+}
+
+int checkedSpatialRank(InferCtx& c, const Shape& x, const char* what) {
+  c.check(x.rank() >= 3 && x.rank() <= 5, what, " must be [N, C, spatial..] with 1 to 3 spatial dims, got shape ", x);
+  return x.rank() - 2;
+}
+
+// Output size of a window sliding over `in` (+ pads).
+int64_t windowCount(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceilMode) {
+  int64_t span = in + pb + pe - ((k - 1) * d + 1);
+  if(span < 0) return -1;
+  int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+  // A window must start inside the input or its begin padding.
+  if(ceilMode && (out - 1) * s >= in + pb) --out;
+  return out;
+}
+
+// Three spatial dims; the real ones are the last nd.
+struct Geom {
+  int64_t img[3] = {1, 1, 1}, pos[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
+  int64_t imgSize = 1, posSize = 1, kSize = 1;
+  // col == image: 1x1 kernel, stride 1, no padding.
+  bool identity() const {
+    for(int i = 0; i < 3; ++i)
+      if(k[i] != 1 || s[i] != 1 || pb[i] != 0 || pos[i] != img[i]) return false;
+    return true;
+  }
+};
+
+// img: the tensor windows read (or write); pos: the tensor of window positions.
+Geom makeGeom(const Shape& img, const Shape& pos, const std::vector<int64_t>& kernel, const Spatial& sp) {
+  Geom g;
+  const int nd = sp.nd, off = 3 - nd;
+  for(int i = 0; i < nd; ++i) {
+    g.img[off + i] = img.dims()[2 + i];
+    g.pos[off + i] = pos.dims()[2 + i];
+    g.k[off + i] = kernel[size_t(i)];
+    g.s[off + i] = sp.strides[size_t(i)];
+    g.d[off + i] = sp.dilations[size_t(i)];
+    g.pb[off + i] = sp.pads[size_t(i)];
+    g.pe[off + i] = sp.pads[size_t(nd + i)];
+  }
+  for(int i = 0; i < 3; ++i) {
+    g.imgSize *= g.img[i];
+    g.posSize *= g.pos[i];
+    g.kSize *= g.k[i];
+  }
+  return g;
+}
+
+std::vector<int64_t> spatialDims(const Shape& s) { return std::vector<int64_t>(s.dims().begin() + 2, s.dims().end()); }
+
+// col[(c * K + kk) * P + p] = x[c, position p shifted by tap kk] (0 outside).
+template <class T>
+void im2col(const T* x, int64_t C, const Geom& g, T* col) {
+  const int64_t P = g.posSize, K = g.kSize;
+  for(int64_t c = 0; c < C; ++c) {
+    const T* xc = x + c * g.imgSize;
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0)
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1)
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          T* row = col + (c * K + (k0 * g.k[1] + k1) * g.k[2] + k2) * P;
+          for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
+            const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+            for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
+              const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+              T* r = row + (o0 * g.pos[1] + o1) * g.pos[2];
+              if(i0 < 0 || i0 >= g.img[0] || i1 < 0 || i1 >= g.img[1]) {
+                std::fill(r, r + g.pos[2], T());
+                continue;
+              }
+              const T* xr = xc + (i0 * g.img[1] + i1) * g.img[2];
+              int64_t i2 = k2 * g.d[2] - g.pb[2];
+              for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, i2 += g.s[2]) r[o2] = (i2 >= 0 && i2 < g.img[2]) ? xr[i2] : T();
+            }
+          }
+        }
+  }
+}
+
+// The adjoint of im2col: x[c, tap position] += col[...] (x is not cleared).
+template <class T>
+void col2im(const T* col, int64_t C, const Geom& g, T* x) {
+  const int64_t P = g.posSize, K = g.kSize;
+  for(int64_t c = 0; c < C; ++c) {
+    T* xc = x + c * g.imgSize;
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0)
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1)
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const T* row = col + (c * K + (k0 * g.k[1] + k1) * g.k[2] + k2) * P;
+          for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
+            const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+            if(i0 < 0 || i0 >= g.img[0]) continue;
+            for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
+              const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+              if(i1 < 0 || i1 >= g.img[1]) continue;
+              const T* r = row + (o0 * g.pos[1] + o1) * g.pos[2];
+              T* xr = xc + (i0 * g.img[1] + i1) * g.img[2];
+              int64_t i2 = k2 * g.d[2] - g.pb[2];
+              for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, i2 += g.s[2])
+                if(i2 >= 0 && i2 < g.img[2]) host::store(xr, i2, host::load(xr, i2) + host::load(r, o2));
+            }
+          }
+        }
+  }
+}
+
+// Below this many multiply-adds per sample, samples run in parallel (each
+// GEMM then runs on one thread inside OpenBLAS).
+constexpr int64_t kSampleParallelWork = 65536 * 4;
+
+// Runs body(n, scratch) for every sample, in parallel when samples are small.
+template <class T, class F>
+void forSamples(int64_t N, int64_t workPerSample, size_t scratchSize, F&& body) {
+  if(N > 1 && workPerSample < kSampleParallelWork) {
+    host::parallelFor(N, N * workPerSample, [&](int64_t b, int64_t e) {
+      std::vector<T> scratch(scratchSize);
+      for(int64_t n = b; n < e; ++n) body(n, scratch.data());
+    });
+  } else {
+    std::vector<T> scratch(scratchSize);
+    for(int64_t n = 0; n < N; ++n) body(n, scratch.data());
+  }
+}
+
+template <class T>
+void addBias(T* y, const TensorBase* b, int64_t n, int64_t M, int64_t P) {
+  if(!b) return;
+  const T* bp = b->data<T>();
+  for(int64_t m = 0; m < M; ++m) {
+    T* row = y + (n * M + m) * P;
+    auto bv = host::load(bp, m);
+    for(int64_t p = 0; p < P; ++p) host::store(row, p, host::load(row, p) + bv);
+  }
+}
+
+template <class T>
+void convKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& wt = *c.in[1];
+  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const int nd = xt.shape().rank() - 2;
+  const Geom g = makeGeom(xt.shape(), c.out.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
+  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = wt.shape()[0], G = c.attrs.i("group");
+  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
+  const bool direct = g.identity();
+  const T* x = xt.data<T>();
+  const T* w = wt.data<T>();
+  T* y = c.out.data<T>();
+  forSamples<T>(N, G * Mg * CK * P, direct ? 0 : size_t(CK * P), [&](int64_t n, T* col) {
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const T* src = x + (n * C + grp * Cg) * g.imgSize;
+      if(!direct) im2col(src, Cg, g, col);
+      host::gemm<T>(false, false, Mg, P, CK, 1.0, w + grp * Mg * CK, CK, direct ? src : col, P, 0.0,
+                    y + (n * M + grp * Mg) * P, P);
+    }
+    addBias(y, bt, n, M, P);
+  });
+}
+
+template <class T>
+void convTransposeKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& wt = *c.in[1];
+  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const int nd = xt.shape().rank() - 2;
+  // The output is the image the windows write into; x holds the positions.
+  const Geom g = makeGeom(c.out.shape(), xt.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
+  const int64_t N = xt.shape()[0], C = xt.shape()[1], G = c.attrs.i("group");
+  const int64_t Cg = C / G, Mg = wt.shape()[1], M = Mg * G, MK = Mg * g.kSize, P = g.posSize;
+  const bool direct = g.identity();
+  const T* x = xt.data<T>();
+  const T* w = wt.data<T>();
+  T* y = c.out.data<T>();
+  forSamples<T>(N, G * MK * Cg * P, direct ? 0 : size_t(MK * P), [&](int64_t n, T* col) {
+    T* yn = y + n * M * g.imgSize;
+    if(!direct) std::fill(yn, yn + M * g.imgSize, T());
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const T* xg = x + (n * C + grp * Cg) * P;
+      T* yg = yn + grp * Mg * g.imgSize;
+      // col [Mg*K, P] = W_g^T x_g with W_g stored [Cg, Mg*K]
+      host::gemm<T>(true, false, MK, P, Cg, 1.0, w + grp * Cg * MK, MK, xg, P, 0.0, direct ? yg : col, P);
+      if(!direct) col2im(col, Mg, g, yg);
+    }
+    addBias(y, bt, n, M, g.imgSize);
+  });
+}
+
+template <class T>
+void convGradWeightKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& dyt = *c.in[1];
+  const int nd = xt.shape().rank() - 2;
+  const Geom g = makeGeom(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), spatialOf(c.attrs, nd));
+  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = dyt.shape()[1], G = c.attrs.i("group");
+  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
+  const bool direct = g.identity();
+  const T* x = xt.data<T>();
+  const T* dy = dyt.data<T>();
+  T* dw = c.out.data<T>();
+  const int64_t wSize = c.out.size();
+  std::fill(dw, dw + wSize, T());
+  // Per block of samples: a partial sum, added to dW under a lock.
+  auto block = [&](int64_t b, int64_t e) {
+    std::vector<T> col(direct ? 0 : size_t(CK * P)), part(size_t(wSize), T{});
+    for(int64_t n = b; n < e; ++n)
+      for(int64_t grp = 0; grp < G; ++grp) {
+        const T* src = x + (n * C + grp * Cg) * g.imgSize;
+        if(!direct) im2col(src, Cg, g, col.data());
+        // dW_g [Mg, CK] += dy_g [Mg, P] col^T
+        host::gemm<T>(false, true, Mg, CK, P, 1.0, dy + (n * M + grp * Mg) * P, P, direct ? src : col.data(), P, 1.0,
+                      part.data() + grp * Mg * CK, CK);
+      }
+#pragma omp critical(onyx_conv_grad_weight)
+    for(int64_t i = 0; i < wSize; ++i) host::store(dw, i, host::load(dw, i) + host::load(part.data(), i));
+  };
+  const int64_t work = G * Mg * CK * P;
+  if(N > 1 && work < kSampleParallelWork) host::parallelFor(N, N * work, block);
+  else block(0, N);
+}
+
+// Dispatches a kernel template over the float and integer types.
+#define ONYX_CONV_KERNEL(fn)                                                          \
+  [](KernelCtx& c) {                                                                  \
+    dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) { fn<typename decltype(tag)::type>(c); }); \
+  }
+
+// ------------------------------------------------------------ infer helpers
+
+void requireNumeric(InferCtx& c) {
+  Type t = c.commonType();
+  c.check(isFloat(t) || isInt(t), "element type ", t, " is not supported (float and integer types)");
+  c.type = t;
+}
+
+int64_t checkedGroup(InferCtx& c) {
+  int64_t G = c.attrs.i("group");
+  c.check(G >= 1, "group must be >= 1, got ", G);
+  return G;
+}
+
+void checkBias(InferCtx& c, int64_t M) {
+  if(c.n() > 2) c.check(c.shapeOf(2) == Shape({M}), "bias of shape ", c.shapeOf(2), " must be [", M, "] (one per output channel)");
+}
+
+AttrList pick(const Attrs& a, std::initializer_list<const char*> names) {
+  AttrList l;
+  for(const char* n : names) l.emplace_back(n, a[n]);
+  return l;
+}
+
+AttrList convAttrs(const ConvOptions& o) {
+  return {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)}, {"pads", attr(o.pads)},
+          {"group", attr(o.group)}};
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------- conv
+
+ONYX_OP(kConvGradWeight, "conv_grad_weight");
+ONYX_OP(kConvTranspose, "conv_transpose");
+
+namespace {
+
+// conv(x, W) cut to `target` spatial dims when it comes out larger.
+Expr convCut(Expr x, Expr W, const AttrList& attrs, const Shape& target) {
+  static const OpDef& convOp = Registry::instance().get("conv");
+  Expr y = x->graph()->make(convOp, {x, W}, attrs);
+  std::vector<int64_t> starts, ends, axes;
+  bool cut = false;
+  for(int i = 2; i < y->shape().rank(); ++i) {
+    ONYX_ASSERT(y->shape()[i] >= target[i], "conv gradient: ", y->shape(), " smaller than ", target);
+    cut = cut || y->shape()[i] != target[i];
+    starts.push_back(0);
+    ends.push_back(target[i]);
+    axes.push_back(i);
+  }
+  return cut ? slice(y, starts, ends, axes) : y;
+}
+
+// conv_transpose(dy, W) with the output padding that gives `target` spatial dims.
+Expr convTransposeTo(Expr dy, Expr W, const Attrs& a, const Shape& target) {
+  const int nd = target.rank() - 2;
+  Spatial sp = spatialOf(a, nd);
+  std::vector<int64_t> outPad;
+  for(int i = 0; i < nd; ++i) {
+    int64_t k = W->shape()[2 + i], s = sp.strides[size_t(i)], d = sp.dilations[size_t(i)];
+    int64_t natural = s * (dy->shape()[2 + i] - 1) + (k - 1) * d + 1 - sp.pads[size_t(i)] - sp.pads[size_t(nd + i)];
+    outPad.push_back(target[2 + i] - natural);
+    ONYX_ASSERT(outPad.back() >= 0, "conv gradient: output padding ", outPad.back());
+  }
+  AttrList l = pick(a, {"strides", "dilations", "pads", "group"});
+  l.emplace_back("output_padding", attr(outPad));
+  return dy->graph()->make(kConvTranspose, {dy, W}, l);
+}
+
+Expr biasGrad(Expr dy) {
+  std::vector<int> axes{0};
+  for(int i = 2; i < dy->shape().rank(); ++i) axes.push_back(i);
+  return sum(dy, axes, false);
+}
+
+// ONNX auto_pad / pads -> explicit pads for x's spatial dims.
+std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::vector<int64_t>& kernel,
+                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
+  const int nd = xs.rank() - 2;
+  std::string autoPad = c.attrString("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = c.attrInts("pads", {});
+  if(autoPad == "NOTSET" || autoPad.empty()) {
+    if(pads.empty()) pads.assign(size_t(2 * nd), 0);
+    c.check(pads.size() == size_t(2 * nd), "pads must have ", 2 * nd, " entries, got ", pads.size());
+    return pads;
+  }
+  pads.assign(size_t(2 * nd), 0);
+  if(autoPad == "VALID") return pads;
+  c.check(autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER", "unknown auto_pad '", autoPad, "'");
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    int64_t in = xs[2 + i], s = strides[u], eff = (kernel[u] - 1) * dilations[u] + 1;
+    int64_t out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + eff - in);
+    int64_t small = total / 2, big = total - small;
+    pads[u] = autoPad == "SAME_UPPER" ? small : big;
+    pads[u + size_t(nd)] = autoPad == "SAME_UPPER" ? big : small;
+  }
+  return pads;
+}
+
+std::vector<int64_t> importList(OnnxImportCtx& c, const char* name, int nd, int64_t def) {
+  std::vector<int64_t> v = c.attrInts(name, {});
+  if(v.empty()) v.assign(size_t(nd), def);
+  c.check(v.size() == size_t(nd), name, " must have ", nd, " entries (one per spatial dim), got ", v.size());
+  return v;
+}
+
+// Kernel shape from W, checked against the optional kernel_shape attribute.
+std::vector<int64_t> importKernelFromW(OnnxImportCtx& c, Expr W) {
+  std::vector<int64_t> k = spatialDims(W->shape());
+  std::vector<int64_t> attrK = c.attrInts("kernel_shape", {});
+  c.check(attrK.empty() || attrK == k, "kernel_shape ", attrToString(attr(attrK)), " does not match W of shape ",
+          W->shape());
+  return k;
+}
+
+Expr optionalInput(OnnxImportCtx& c, size_t i) {
+  return (c.numInputs() > i && c.hasInput(i)) ? c.input(i) : Expr();
+}
+
+void checkSpatialInput(OnnxImportCtx& c, Expr x) {
+  c.check(x->shape().rank() >= 3 && x->shape().rank() <= 5, "input of shape ", x->shape(),
+          " is not [N, C, spatial..] with 1 to 3 spatial dims");
+}
+
+}  // namespace
+
+ONYX_OP(kConv, "conv")
+    .doc("y[n, m, o..] = b[m] + sum_{c, k..} W[m, c, k..] * x[n, g*C/group + c, o*s + k*d - pad_begin] (NCHW, "
+         "1 to 3 spatial dims, zero padding)")
+    .inputs(2, 3)
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("group", int64_t(1))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      const Shape& xs = c.shapeOf(0);
+      const Shape& ws = c.shapeOf(1);
+      int nd = checkedSpatialRank(c, xs, "x");
+      c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([M, C/group, k..])");
+      int64_t G = checkedGroup(c), C = xs[1], M = ws[0];
+      c.check(M % G == 0, "output channels ", M, " (W's dim 0) are not divisible by group ", G);
+      c.check(C == ws[1] * G, "x has ", C, " channels but W of shape ", ws, " with group ", G, " expects ", ws[1] * G);
+      checkBias(c, M);
+      Spatial sp = checkedSpatial(c, nd, false);
+      Shape::Dims out{xs[0], M};
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        int64_t o = windowCount(xs[2 + i], ws[2 + i], sp.strides[u], sp.dilations[u], sp.pads[u],
+                                sp.pads[u + size_t(nd)], false);
+        c.check(o >= 0, "kernel ", ws[2 + i], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i,
+                " of x (", xs[2 + i], ") plus padding");
+        out.push_back(o);
+      }
+      c.shape = Shape(out);
+    })
+    .cpu(ONYX_CONV_KERNEL(convKernel))
+    // dx = conv_transpose(dy, W) sized like x, dW = conv_grad_weight(x, dy), db = sum of dy.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), W = g.x(1);
+      if(g.needs(0)) g.add(0, convTransposeTo(g.dy, W, g.attrs, x->shape()));
+      if(g.needs(1)) {
+        AttrList l = pick(g.attrs, {"strides", "dilations", "pads", "group"});
+        l.emplace_back("kernel_shape", attr(spatialDims(W->shape())));
+        g.add(1, g.graph.make(kConvGradWeight, {x, g.dy}, l));
+      }
+      if(g.n() > 2 && g.needs(2)) g.add(2, biasGrad(g.dy));
+    })
+    .onnx("Conv", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0), W = c.input(1), b = optionalInput(c, 2);
+      checkSpatialInput(c, x);
+      int nd = x->shape().rank() - 2;
+      ConvOptions o;
+      std::vector<int64_t> k = importKernelFromW(c, W);
+      o.strides = importList(c, "strides", nd, 1);
+      o.dilations = importList(c, "dilations", nd, 1);
+      o.group = c.attrInt("group", 1);
+      o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
+      c.setOutput(0, conv(x, W, b, o));
+    });
+
+Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
+  std::vector<Expr> in{x, W};
+  if(b) in.push_back(b);
+  return x->graph()->make(kConv, in, convAttrs(o));
+}
+
+// ---------------------------------------------------------- conv_transpose
+
+[[maybe_unused]] static OpDef& kConvTransposeDef = kConvTranspose
+    .doc("y = conv_transpose(x, W) + b: each x[n, c, i..] adds x * W[c, m, k..] at y[n, g*M/group + m, i*s + k*d - "
+         "pad_begin]; W [C, M/group, k..], output s*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end")
+    .inputs(2, 3)
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("output_padding", IntList{})
+    .attr("group", int64_t(1))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      const Shape& xs = c.shapeOf(0);
+      const Shape& ws = c.shapeOf(1);
+      int nd = checkedSpatialRank(c, xs, "x");
+      c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([C, M/group, k..])");
+      int64_t G = checkedGroup(c), C = xs[1], M = ws[1] * G;
+      c.check(C == ws[0], "x has ", C, " channels but W of shape ", ws, " expects ", ws[0]);
+      c.check(C % G == 0, "input channels ", C, " are not divisible by group ", G);
+      checkBias(c, M);
+      Spatial sp = checkedSpatial(c, nd, false);
+      const IntList& op = c.attrs.ints("output_padding");
+      c.check(op.empty() || op.size() == size_t(nd), "output_padding must have ", nd, " entries, got ", op.size());
+      std::vector<int64_t> outPad = listOr(op, size_t(nd), 0);
+      Shape::Dims out{xs[0], M};
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        c.check(outPad[u] >= 0, "output_padding must be >= 0, got ", attrToString(op));
+        int64_t o = sp.strides[u] * (xs[2 + i] - 1) + outPad[u] + (ws[2 + i] - 1) * sp.dilations[u] + 1 - sp.pads[u] -
+                    sp.pads[u + size_t(nd)];
+        c.check(o >= 0, "output spatial dim ", i, " would be ", o, " (pads too large)");
+        out.push_back(o);
+      }
+      c.shape = Shape(out);
+    })
+    .cpu(ONYX_CONV_KERNEL(convTransposeKernel))
+    // dx = conv(dy, W) (cut to x's size), dW = conv_grad_weight(dy, x), db = sum of dy.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), W = g.x(1);
+      AttrList l = pick(g.attrs, {"strides", "dilations", "pads", "group"});
+      if(g.needs(0)) g.add(0, convCut(g.dy, W, l, x->shape()));
+      if(g.needs(1)) {
+        l.emplace_back("kernel_shape", attr(spatialDims(W->shape())));
+        g.add(1, g.graph.make(kConvGradWeight, {g.dy, x}, l));
+      }
+      if(g.n() > 2 && g.needs(2)) g.add(2, biasGrad(g.dy));
+    })
+    .onnx("ConvTranspose", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0), W = c.input(1), b = optionalInput(c, 2);
+      checkSpatialInput(c, x);
+      const int nd = x->shape().rank() - 2;
+      ConvOptions o;
+      std::vector<int64_t> k = importKernelFromW(c, W);
+      o.strides = importList(c, "strides", nd, 1);
+      o.dilations = importList(c, "dilations", nd, 1);
+      o.group = c.attrInt("group", 1);
+      o.outputPadding = importList(c, "output_padding", nd, 0);
+      std::string autoPad = c.attrString("auto_pad", "NOTSET");
+      if(autoPad.empty()) autoPad = "NOTSET";
+      c.check(autoPad == "NOTSET" || autoPad == "VALID" || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER",
+              "unknown auto_pad '", autoPad, "'");
+      std::vector<int64_t> pads = c.attrInts("pads", {});
+      c.check(pads.empty() || pads.size() == size_t(2 * nd), "pads must have ", 2 * nd, " entries, got ", pads.size());
+      std::vector<int64_t> outShape = c.attrInts("output_shape", {});
+      if(outShape.size() == size_t(nd + 2)) outShape.erase(outShape.begin(), outShape.begin() + 2);
+      c.check(outShape.empty() || outShape.size() == size_t(nd), "output_shape must have ", nd, " entries, got ",
+              outShape.size());
+      bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+      if(outShape.empty() && same)
+        for(int i = 0; i < nd; ++i) outShape.push_back(x->shape()[2 + i] * o.strides[size_t(i)]);
+      if(autoPad == "VALID") pads.clear();
+      std::vector<int64_t> natural;  // output size without pads
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        natural.push_back(o.strides[u] * (x->shape()[2 + i] - 1) + o.outputPadding[u] + (k[u] - 1) * o.dilations[u] + 1);
+      }
+      if(!outShape.empty() && (pads.empty() || same)) {
+        // Pads generated from the requested output size (negative ones grow the output).
+        pads.assign(size_t(2 * nd), 0);
+        for(int i = 0; i < nd; ++i) {
+          size_t u = size_t(i);
+          int64_t total = natural[u] - outShape[u];
+          int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
+          bool upper = autoPad == "SAME_UPPER";
+          pads[u] = upper ? half : total - half;
+          pads[u + size_t(nd)] = upper ? total - half : half;
+        }
+      } else if(!outShape.empty()) {
+        // Explicit pads and output size: the end pad absorbs the difference.
+        for(int i = 0; i < nd; ++i) {
+          size_t u = size_t(i);
+          pads[u + size_t(nd)] = natural[u] - pads[u] - outShape[u];
+        }
+      }
+      if(pads.empty()) pads.assign(size_t(2 * nd), 0);
+      o.pads = pads;
+      c.setOutput(0, conv_transpose(x, W, b, o));
+    });
+
+Expr conv_transpose(Expr x, Expr W, Expr b, const ConvOptions& o) {
+  std::vector<Expr> in{x, W};
+  if(b) in.push_back(b);
+  AttrList l = convAttrs(o);
+  l.emplace_back("output_padding", attr(o.outputPadding));
+  return x->graph()->make(kConvTranspose, in, l);
+}
+
+// -------------------------------------------------------- conv_grad_weight
+
+[[maybe_unused]] static OpDef& kConvGradWeightDef = kConvGradWeight
+    .doc("dW[m, c, k..] = sum_{n, o..} dy[n, g*M/group + m, o..] * x[n, g*C/group + c, o*s + k*d - pad_begin]: the "
+         "gradient of conv w.r.t. W, of shape [M, C/group, kernel_shape..]")
+    .inputs(2)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("group", int64_t(1))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      const Shape& xs = c.shapeOf(0);
+      const Shape& ds = c.shapeOf(1);
+      int nd = checkedSpatialRank(c, xs, "x");
+      c.check(ds.rank() == xs.rank() && ds[0] == xs[0], "dy of shape ", ds, " does not match x of shape ", xs);
+      int64_t G = checkedGroup(c), C = xs[1], M = ds[1];
+      c.check(C % G == 0 && M % G == 0, "channels ", C, " and ", M, " must be divisible by group ", G);
+      const IntList& k = c.attrs.ints("kernel_shape");
+      c.check(k.size() == size_t(nd), "kernel_shape must have ", nd, " entries, got ", k.size());
+      Spatial sp = checkedSpatial(c, nd, false);
+      Shape::Dims out{M, C / G};
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        c.check(k[u] >= 1, "kernel_shape must be >= 1, got ", attrToString(k));
+        int64_t o = windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], sp.pads[u + size_t(nd)],
+                                false);
+        c.check(ds[2 + i] <= o, "dy spatial dim ", i, " (", ds[2 + i], ") exceeds conv's output size ", o);
+        out.push_back(k[u]);
+      }
+      c.shape = Shape(out);
+    })
+    .cpu(ONYX_CONV_KERNEL(convGradWeightKernel))
+    // Bilinear: <dG, dW(x, dy)> = <dy, conv(x, dG)>.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), dy = g.x(1);
+      if(g.needs(0)) g.add(0, convTransposeTo(dy, g.dy, g.attrs, x->shape()));
+      if(g.needs(1)) g.add(1, convCut(x, g.dy, pick(g.attrs, {"strides", "dilations", "pads", "group"}), dy->shape()));
+    })
+    .noOnnx("internal: gradient of conv");
+
+Expr conv_grad_weight(Expr x, Expr dy, const std::vector<int64_t>& kernel, const ConvOptions& o) {
+  AttrList l = convAttrs(o);
+  l.emplace_back("kernel_shape", attr(kernel));
+  return x->graph()->make(kConvGradWeight, {x, dy}, l);
+}
+
+// ConvInteger: conv of (x - x_zero_point) and (w - w_zero_point) in int32.
+ONYX_ONNX_IMPORT(kConvIntegerImport, "ConvInteger", 10).importer([](OnnxImportCtx& c) {
+  Expr x = cast(c.input(0), Type::int32), W = cast(c.input(1), Type::int32);
+  checkSpatialInput(c, x);
+  const int nd = x->shape().rank() - 2;
+  if(Expr xz = optionalInput(c, 2)) x = x - cast(xz, Type::int32);
+  if(Expr wz = optionalInput(c, 3)) {
+    Expr z = cast(wz, Type::int32);
+    if(z->shape().rank() == 1 && z->shape()[0] > 1) {
+      std::vector<int64_t> s(size_t(nd + 2), 1);
+      s[0] = z->shape()[0];
+      z = reshape(z, s);
+    }
+    W = W - z;
+  }
+  ConvOptions o;
+  std::vector<int64_t> k = importKernelFromW(c, W);
+  o.strides = importList(c, "strides", nd, 1);
+  o.dilations = importList(c, "dilations", nd, 1);
+  o.group = c.attrInt("group", 1);
+  o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
+  c.setOutput(0, conv(x, W, nullptr, o));
+});
+
+// ---------------------------------------------------------------- pooling
+
+namespace {
+
+struct PoolGeom {
+  Geom g;
+  int64_t planes = 0;  // N * C
+};
+
+std::vector<int64_t> kernelOf(const Attrs& a) { return std::vector<int64_t>(a.ints("kernel_shape").begin(), a.ints("kernel_shape").end()); }
+
+PoolGeom poolGeom(const Attrs& a, const Shape& x, const Shape& y) {
+  PoolGeom p;
+  p.g = makeGeom(x, y, kernelOf(a), spatialOf(a, x.rank() - 2));
+  p.planes = x[0] * x[1];
+  return p;
+}
+
+// Output shape of a pool over `xs`.
+Shape pooledShape(InferCtx& c, const Shape& xs) {
+  int nd = checkedSpatialRank(c, xs, "x");
+  const IntList& k = c.attrs.ints("kernel_shape");
+  c.check(k.size() == size_t(nd), "kernel_shape ", attrToString(k), " must have ", nd, " entries (one per spatial dim)");
+  Spatial sp = checkedSpatial(c, nd, true);
+  bool ceilMode = c.attrs.i("ceil_mode") != 0;
+  Shape::Dims out{xs[0], xs[1]};
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    c.check(k[u] >= 1, "kernel_shape must be >= 1, got ", attrToString(k));
+    c.check(sp.pads[u] < (k[u] - 1) * sp.dilations[u] + 1 && sp.pads[u + size_t(nd)] < (k[u] - 1) * sp.dilations[u] + 1,
+            "pads ", attrToString(c.attrs.ints("pads")), " must be smaller than the (dilated) kernel");
+    int64_t o = windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], sp.pads[u + size_t(nd)],
+                            ceilMode);
+    c.check(o >= 1, "kernel ", k[u], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i, " of x (",
+            xs[2 + i], ") plus padding");
+    out.push_back(o);
+  }
+  return Shape(out);
+}
+
+// Calls f(i0, i1, i2) for the in-range taps of the window at (o0, o1, o2).
+template <class F>
+inline void forWindow(const Geom& g, int64_t o0, int64_t o1, int64_t o2, F&& f) {
+  for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+    if(i0 < 0 || i0 >= g.img[0]) continue;
+    for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+      if(i1 < 0 || i1 >= g.img[1]) continue;
+      for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        int64_t i2 = o2 * g.s[2] + k2 * g.d[2] - g.pb[2];
+        if(i2 < 0 || i2 >= g.img[2]) continue;
+        f(i0, i1, i2);
+      }
+    }
+  }
+}
+
+// Runs f(plane, o0, o1, o2, outFlat) over every output element, planes in parallel.
+template <class F>
+void forOutputs(const PoolGeom& p, F&& f) {
+  const Geom& g = p.g;
+  host::parallelFor(p.planes, p.planes * g.posSize * g.kSize, [&](int64_t b, int64_t e) {
+    for(int64_t pl = b; pl < e; ++pl) {
+      int64_t o = pl * g.posSize;
+      for(int64_t o0 = 0; o0 < g.pos[0]; ++o0)
+        for(int64_t o1 = 0; o1 < g.pos[1]; ++o1)
+          for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, ++o) f(pl, o0, o1, o2, o);
+    }
+  });
+}
+
+template <class T>
+bool greaterOrNan(T v, T best) {
+  if constexpr(std::is_floating_point<T>::value) return v > best || (std::isnan(v) && !std::isnan(best));
+  else return v > best;
+}
+
+// Max of each window and/or the flat index of its (first) maximum.
+template <class T>
+void maxPoolKernel(const TensorBase& xt, TensorBase* yt, TensorBase* it, const PoolGeom& p, int storageOrder) {
+  using C = typename ComputeOf<T>::type;
+  const Geom& g = p.g;
+  const T* x = xt.data<T>();
+  T* y = yt ? yt->data<T>() : nullptr;
+  int64_t* ind = it ? it->data<int64_t>() : nullptr;
+  forOutputs(p, [&](int64_t pl, int64_t o0, int64_t o1, int64_t o2, int64_t o) {
+    const T* xp = x + pl * g.imgSize;
+    C best = std::numeric_limits<C>::lowest();
+    if constexpr(std::is_floating_point<C>::value) best = -std::numeric_limits<C>::infinity();
+    int64_t bi = -1, b0 = 0, b1 = 0, b2 = 0;
+    forWindow(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+      int64_t idx = (i0 * g.img[1] + i1) * g.img[2] + i2;
+      C v = host::load(xp, idx);
+      if(bi < 0 || greaterOrNan(v, best)) {
+        best = v;
+        bi = idx;
+        b0 = i0;
+        b1 = i1;
+        b2 = i2;
+      }
+    });
+    if(y) host::store(y, o, best);
+    if(ind) {
+      int64_t local = storageOrder == 0 ? bi : b0 + (b1 + b2 * g.img[1]) * g.img[0];
+      ind[o] = bi < 0 ? -1 : pl * g.imgSize + local;
+    }
+  });
+}
+
+// Divisor of each window position along one of the 3 axes.
+std::vector<int64_t> axisCounts(const Geom& g, int a, bool includePad) {
+  std::vector<int64_t> cnt(size_t(g.pos[a]));
+  const int64_t lo = includePad ? -g.pb[a] : 0, hi = includePad ? g.img[a] + g.pe[a] : g.img[a];
+  for(int64_t o = 0; o < g.pos[a]; ++o) {
+    int64_t n = 0;
+    for(int64_t k = 0; k < g.k[a]; ++k) {
+      int64_t i = o * g.s[a] + k * g.d[a] - g.pb[a];
+      n += i >= lo && i < hi;
+    }
+    cnt[size_t(o)] = n;
+  }
+  return cnt;
+}
+
+struct Divisors {
+  std::vector<int64_t> c[3];
+  Divisors(const Geom& g, bool includePad) {
+    for(int a = 0; a < 3; ++a) c[a] = axisCounts(g, a, includePad);
+  }
+  double at(int64_t o0, int64_t o1, int64_t o2) const {
+    return double(c[0][size_t(o0)] * c[1][size_t(o1)] * c[2][size_t(o2)]);
+  }
+};
+
+template <class T>
+void avgPoolKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  PoolGeom p = poolGeom(c.attrs, xt.shape(), c.out.shape());
+  Divisors div(p.g, c.attrs.i("count_include_pad") != 0);
+  const T* x = xt.data<T>();
+  T* y = c.out.data<T>();
+  const Geom& g = p.g;
+  forOutputs(p, [&](int64_t pl, int64_t o0, int64_t o1, int64_t o2, int64_t o) {
+    const T* xp = x + pl * g.imgSize;
+    double s = 0;
+    forWindow(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+      s += double(host::load(xp, (i0 * g.img[1] + i1) * g.img[2] + i2));
+    });
+    double d = div.at(o0, o1, o2);
+    host::store(y, o, d > 0 ? s / d : 0.0);
+  });
+}
+
+template <class T>
+void avgPoolGradKernel(KernelCtx& c) {
+  const TensorBase& dyt = *c.in[0];
+  PoolGeom p = poolGeom(c.attrs, c.out.shape(), dyt.shape());
+  Divisors div(p.g, c.attrs.i("count_include_pad") != 0);
+  const T* dy = dyt.data<T>();
+  T* dx = c.out.data<T>();
+  const Geom& g = p.g;
+  std::fill(dx, dx + c.out.size(), T());
+  // Planes are independent, so the += stays within one thread.
+  forOutputs(p, [&](int64_t pl, int64_t o0, int64_t o1, int64_t o2, int64_t o) {
+    T* xp = dx + pl * g.imgSize;
+    double d = div.at(o0, o1, o2);
+    if(d <= 0) return;
+    auto v = host::load(dy, o) / static_cast<typename ComputeOf<T>::type>(d);
+    forWindow(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+      int64_t idx = (i0 * g.img[1] + i1) * g.img[2] + i2;
+      host::store(xp, idx, host::load(xp, idx) + v);
+    });
+  });
+}
+
+AttrList poolAttrs(const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  return {{"kernel_shape", attr(kernel)},
+          {"strides", attr(o.strides)},
+          {"pads", attr(o.pads)},
+          {"dilations", attr(o.dilations)},
+          {"ceil_mode", attr(o.ceilMode)}};
+}
+
+// Reads the attributes shared by the ONNX pools into kernel and options.
+std::vector<int64_t> importPool(OnnxImportCtx& c, Expr x, PoolOptions& o) {
+  checkSpatialInput(c, x);
+  const int nd = x->shape().rank() - 2;
+  std::vector<int64_t> k = c.attrInts("kernel_shape", {});
+  c.check(k.size() == size_t(nd), "kernel_shape must have ", nd, " entries (one per spatial dim), got ", k.size());
+  o.strides = importList(c, "strides", nd, 1);
+  o.dilations = importList(c, "dilations", nd, 1);
+  o.ceilMode = c.attrInt("ceil_mode", 0) != 0;
+  o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
+  return k;
+}
+
+}  // namespace
+
+ONYX_OP(kMaxPoolIndices, "max_pool_indices");
+ONYX_OP(kAvgPoolGrad, "average_pool_grad");
+
+ONYX_OP(kMaxPool, "max_pool")
+    .doc("y[n, c, o..] = max over the window x[n, c, o*s + k*d - pad_begin] (padding ignored)")
+    .inputs(1)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      c.shape = pooledShape(c, c.shapeOf(0));
+    })
+    .cpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      dispatchNumeric(c.out.type(), "max_pool", [&](auto tag) {
+        maxPoolKernel<typename decltype(tag)::type>(*c.in[0], &c.out, nullptr, p, 0);
+      });
+    })
+    // dx = dy scattered to each window's first maximum.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"});
+      Expr idx = g.graph.make(kMaxPoolIndices, {x}, l);
+      Expr flat = scatter_add(reshape(g.dy, std::vector<int64_t>{-1}), 0, reshape(idx, std::vector<int64_t>{-1}), x->shape().elements());
+      g.add(0, reshape(flat, x->shape()));
+    })
+    // One rule for every opset: attributes absent in older opsets take their
+    // defaults; int8/uint8 (opset 12) go through the integer kernel.
+    .onnx("MaxPool", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0);
+      PoolOptions o;
+      std::vector<int64_t> k = importPool(c, x, o);
+      int storage = int(c.attrInt("storage_order", 0));
+      c.check(storage == 0 || storage == 1, "storage_order must be 0 or 1, got ", storage);
+      c.setOutput(0, max_pool(x, k, o));
+      if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, max_pool_indices(x, k, o, storage));
+    });
+
+Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  return x->graph()->make(kMaxPool, {x}, poolAttrs(kernel, o));
+}
+
+[[maybe_unused]] static OpDef& kMaxPoolIndicesDef = kMaxPoolIndices
+    .doc("i[n, c, o..] = flat index (over all of x) of the first maximum of max_pool's window; storage_order 1 "
+         "numbers the spatial dims column-major")
+    .inputs(1)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .attr("storage_order", int64_t(0))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      c.shape = pooledShape(c, c.shapeOf(0));
+      c.type = Type::int64;
+      int64_t so = c.attrs.i("storage_order");
+      c.check(so == 0 || so == 1, "storage_order must be 0 or 1, got ", so);
+    })
+    .cpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      int so = int(c.attrs.i("storage_order"));
+      dispatchNumeric(c.in[0]->type(), "max_pool_indices", [&](auto tag) {
+        maxPoolKernel<typename decltype(tag)::type>(*c.in[0], nullptr, &c.out, p, so);
+      });
+    })
+    .notDifferentiable("integer positions; max_pool's gradient uses them")
+    .noOnnx("imported as MaxPool's second output (Indices)");
+
+Expr max_pool_indices(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o, int storageOrder) {
+  AttrList l = poolAttrs(kernel, o);
+  l.emplace_back("storage_order", attr(storageOrder));
+  return x->graph()->make(kMaxPoolIndices, {x}, l);
+}
+
+ONYX_OP(kAvgPool, "average_pool")
+    .doc("y[n, c, o..] = mean over the window x[n, c, o*s + k*d - pad_begin]; the divisor counts positions inside "
+         "x, or also padding with count_include_pad (never the ceil_mode overhang)")
+    .inputs(1)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .attr("count_include_pad", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      c.type = c.typeOf(0);
+      c.shape = pooledShape(c, c.shapeOf(0));
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "average_pool", [&](auto tag) { avgPoolKernel<typename decltype(tag)::type>(c); });
+    })
+    .backward([](GradCtx& g) {
+      AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"});
+      l.emplace_back("input_shape", attr(g.x(0)->shape().vec()));
+      g.add(0, g.graph.make(kAvgPoolGrad, {g.dy}, l));
+    })
+    .onnx("AveragePool", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0);
+      PoolOptions o;
+      std::vector<int64_t> k = importPool(c, x, o);
+      o.countIncludePad = c.attrInt("count_include_pad", 0) != 0;
+      c.setOutput(0, average_pool(x, k, o));
+    });
+
+Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  AttrList l = poolAttrs(kernel, o);
+  l.emplace_back("count_include_pad", attr(o.countIncludePad));
+  return x->graph()->make(kAvgPool, {x}, l);
+}
+
+[[maybe_unused]] static OpDef& kAvgPoolGradDef = kAvgPoolGrad
+    .doc("dx = average_pool's adjoint: each dy[n, c, o..] / divisor added over its window of x (shape input_shape)")
+    .inputs(1)
+    .attr("input_shape", IntList{})
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .attr("count_include_pad", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      const IntList& is = c.attrs.ints("input_shape");
+      Shape xs(Shape::Dims(is.begin(), is.end()));
+      Shape pooled = pooledShape(c, xs);
+      c.check(pooled == c.shapeOf(0), "dy of shape ", c.shapeOf(0), " is not the pooled shape ", pooled, " of ", xs);
+      c.shape = xs;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "average_pool_grad",
+                    [&](auto tag) { avgPoolGradKernel<typename decltype(tag)::type>(c); });
+    })
+    // Linear: the adjoint of the adjoint is average_pool itself.
+    .backward([](GradCtx& g) {
+      g.add(0, g.graph.make(kAvgPool, {g.dy},
+                            pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode",
+                                           "count_include_pad"})));
+    })
+    .noOnnx("internal: gradient of average_pool");
+
+Expr average_pool_grad(Expr dy, const Shape& inputShape, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  AttrList l = poolAttrs(kernel, o);
+  l.emplace_back("count_include_pad", attr(o.countIncludePad));
+  l.emplace_back("input_shape", attr(inputShape.vec()));
+  return dy->graph()->make(kAvgPoolGrad, {dy}, l);
+}
+
+// ------------------------------------------------------- composite pools
+
+// As ONNX's reference: kernel size * mean of |x|^p with the padding counted
+// (so padding adds 0), then the p-th root.
+Expr lp_pool(Expr x, double p, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  PoolOptions a = o;
+  a.countIncludePad = true;
+  double n = 1;
+  for(auto k : kernel) n *= double(k);
+  Expr ax = abs(x);
+  Expr powered = p == 2 ? ax * ax : p == 1 ? ax : pow(ax, p);
+  Expr s = average_pool(powered, kernel, a) * n;
+  return p == 1 ? s : p == 2 ? sqrt(s) : pow(s, 1.0 / p);
+}
+
+namespace {
+std::vector<int> spatialAxes(Expr x) {
+  std::vector<int> axes;
+  for(int i = 2; i < x->shape().rank(); ++i) axes.push_back(i);
+  return axes;
+}
+}  // namespace
+
+Expr global_average_pool(Expr x) { return mean(x, spatialAxes(x), true); }
+Expr global_max_pool(Expr x) { return max(x, spatialAxes(x), true); }
+Expr global_lp_pool(Expr x, double p) {
+  if(p == 2) return l2_norm(x, spatialAxes(x), true);
+  Expr ax = abs(x);
+  Expr s = sum(p == 1 ? ax : pow(ax, p), spatialAxes(x), true);
+  return p == 1 ? s : pow(s, 1.0 / p);
+}
+
+Expr max_unpool(Expr x, Expr indices, const Shape& outputShape) {
+  Expr flat = scatter_add(reshape(x, std::vector<int64_t>{-1}), 0, reshape(indices, std::vector<int64_t>{-1}), outputShape.elements());
+  return reshape(flat, outputShape);
+}
+
+namespace {
+double importP(OnnxImportCtx& c) {
+  // LpPool-1 / GlobalLpPool-1 have a float p, later opsets an int.
+  double p = c.opset() < 2 ? c.attrFloat("p", 2.0) : double(c.attrInt("p", 2));
+  c.check(p > 0, "p must be > 0, got ", p);
+  return p;
+}
+}  // namespace
+
+ONYX_ONNX_IMPORT(kLpPoolImport, "LpPool", 1).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  PoolOptions o;
+  std::vector<int64_t> k = importPool(c, x, o);
+  c.setOutput(0, lp_pool(x, importP(c), k, o));
+});
+
+ONYX_ONNX_IMPORT(kGlobalAvgPoolImport, "GlobalAveragePool", 1).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(x->shape().rank() >= 3, "input of shape ", x->shape(), " is not [N, C, spatial..]");
+  c.setOutput(0, global_average_pool(x));
+});
+
+ONYX_ONNX_IMPORT(kGlobalMaxPoolImport, "GlobalMaxPool", 1).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(x->shape().rank() >= 3, "input of shape ", x->shape(), " is not [N, C, spatial..]");
+  c.setOutput(0, global_max_pool(x));
+});
+
+ONYX_ONNX_IMPORT(kGlobalLpPoolImport, "GlobalLpPool", 1).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(x->shape().rank() >= 3, "input of shape ", x->shape(), " is not [N, C, spatial..]");
+  c.setOutput(0, global_lp_pool(x, importP(c)));
+});
+
+ONYX_ONNX_IMPORT(kMaxUnpoolImport, "MaxUnpool", 9).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0), idx = c.input(1);
+  checkSpatialInput(c, x);
+  const int nd = x->shape().rank() - 2;
+  std::vector<int64_t> k = c.attrInts("kernel_shape", {});
+  c.check(k.size() == size_t(nd), "kernel_shape must have ", nd, " entries, got ", k.size());
+  std::vector<int64_t> strides = importList(c, "strides", nd, 1);
+  std::vector<int64_t> pads = c.attrInts("pads", {});
+  if(pads.empty()) pads.assign(size_t(2 * nd), 0);
+  c.check(pads.size() == size_t(2 * nd), "pads must have ", 2 * nd, " entries, got ", pads.size());
+  // Indices address the shape the pool's input had (inferred from the
+  // attributes); a given output_shape pads (or cuts) that at the end of each dim.
+  std::vector<int64_t> inferred{x->shape()[0], x->shape()[1]};
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    inferred.push_back((x->shape()[2 + i] - 1) * strides[u] + k[u] - pads[u] - pads[u + size_t(nd)]);
+  }
+  Expr y = max_unpool(x, idx, Shape(inferred));
+  if(c.numInputs() > 2 && c.hasInput(2)) {
+    std::vector<int64_t> out = c.ints(2);
+    c.check(out.size() == size_t(nd + 2), "output_shape must have ", nd + 2, " entries, got ", out.size());
+    if(out != inferred) {
+      std::vector<int64_t> grow(size_t(2 * (nd + 2)), 0);
+      for(size_t i = 0; i < out.size(); ++i) grow[i + out.size()] = out[i] - inferred[i];
+      y = pad(y, grow);
+    }
+  }
+  c.setOutput(0, y);
+});
+
+}  // namespace onyx

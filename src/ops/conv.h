@@ -1,0 +1,57 @@
+// Convolution and pooling (src/ops/conv.cpp). Layout NCHW: x is
+// [N, C, spatial...] with 1 to 3 spatial dims. Lists follow ONNX: strides and
+// dilations have one entry per spatial dim (empty: all 1), pads are
+// [begin_1, .., begin_n, end_1, .., end_n] (empty: all 0).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <onyx/graph/node.h>
+
+namespace onyx {
+
+struct ConvOptions {
+  std::vector<int64_t> strides, dilations, pads;
+  std::vector<int64_t> outputPadding;  // conv_transpose only: extra output at the end of each spatial dim
+  int64_t group = 1;
+};
+
+// y[n, m, o..] = b[m] + sum_{c, k..} W[m, c, k..] * x[n, g*C/group + c, o*s + k*d - pad_begin]
+// with W [M, C/group, k..], b [M] or null; out of range positions read 0.
+Expr conv(Expr x, Expr W, Expr b = nullptr, const ConvOptions& o = {});
+// The transpose (adjoint in x) of conv: x [N, C, ..], W [C, M/group, k..],
+// b [M] or null; output size s*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end.
+Expr conv_transpose(Expr x, Expr W, Expr b = nullptr, const ConvOptions& o = {});
+// Gradient of conv w.r.t. its weight: dW[m, c, k..] = sum_{n, o..} dy[n, m, o..] *
+// x[n, g*C/group + c, o*s + k*d - pad_begin], kernel size given explicitly.
+Expr conv_grad_weight(Expr x, Expr dy, const std::vector<int64_t>& kernel, const ConvOptions& o = {});
+
+struct PoolOptions {
+  std::vector<int64_t> strides, pads, dilations;
+  bool ceilMode = false;         // output size rounded up (last window must start inside input or begin pad)
+  bool countIncludePad = false;  // average_pool: the divisor counts padding positions
+};
+
+// Max over each window (padding never wins). The gradient goes to the first maximum.
+Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o = {});
+// int64 position of each window's maximum in x, flattened over the whole
+// tensor (ONNX MaxPool's Indices); storageOrder 1 numbers spatial dims column-major.
+Expr max_pool_indices(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o = {}, int storageOrder = 0);
+// Mean over each window.
+Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o = {});
+// Adjoint of average_pool: dy spread back over the windows onto `inputShape`.
+Expr average_pool_grad(Expr dy, const Shape& inputShape, const std::vector<int64_t>& kernel,
+                       const PoolOptions& o = {});
+// (sum over each window of |x|^p)^(1/p), padding counting as 0 (ONNX LpPool).
+Expr lp_pool(Expr x, double p, const std::vector<int64_t>& kernel, const PoolOptions& o = {});
+
+// Over all spatial dims, kept as size 1: [N, C, 1, ..].
+Expr global_average_pool(Expr x);
+Expr global_max_pool(Expr x);
+Expr global_lp_pool(Expr x, double p = 2);
+
+// Inverse of max_pool with indices: zeros of `outputShape` with
+// y.flat[indices[i]] = x[i] (ONNX MaxUnpool).
+Expr max_unpool(Expr x, Expr indices, const Shape& outputShape);
+
+}  // namespace onyx

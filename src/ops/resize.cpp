@@ -1,0 +1,503 @@
+// Resize (ONNX Resize 10..19 and Upsample 7..): separable interpolation, one
+// axis at a time. For every resized axis each output index gets a short list
+// of (input index, weight) taps; the forward pass sums taps, the adjoint
+// (resize_grad) scatters into them, in reverse axis order. Values are
+// processed in double.
+#include <onyx/ops/resize.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/kernel_helpers.h>
+
+namespace onyx {
+
+namespace {
+
+using AttrList = std::vector<std::pair<std::string, AttrValue>>;
+
+enum class Mode { Nearest, Linear, Cubic };
+enum class Ctm { HalfPixel, HalfPixelSymmetric, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCropAndResize };
+enum class Near { RoundPreferFloor, RoundPreferCeil, Floor, Ceil, Simple };
+
+bool parseMode(const std::string& s, Mode& m) {
+  if(s == "nearest") m = Mode::Nearest;
+  else if(s == "linear" || s == "bilinear" || s == "trilinear") m = Mode::Linear;
+  else if(s == "cubic" || s == "bicubic") m = Mode::Cubic;
+  else return false;
+  return true;
+}
+
+bool parseCtm(const std::string& s, Ctm& m) {
+  if(s == "half_pixel") m = Ctm::HalfPixel;
+  else if(s == "half_pixel_symmetric") m = Ctm::HalfPixelSymmetric;
+  else if(s == "pytorch_half_pixel") m = Ctm::PytorchHalfPixel;
+  else if(s == "align_corners") m = Ctm::AlignCorners;
+  else if(s == "asymmetric") m = Ctm::Asymmetric;
+  else if(s == "tf_half_pixel_for_nn") m = Ctm::TfHalfPixelForNN;
+  else if(s == "tf_crop_and_resize") m = Ctm::TfCropAndResize;
+  else return false;
+  return true;
+}
+
+bool parseNear(const std::string& s, Near& m) {
+  if(s == "round_prefer_floor") m = Near::RoundPreferFloor;
+  else if(s == "round_prefer_ceil") m = Near::RoundPreferCeil;
+  else if(s == "floor") m = Near::Floor;
+  else if(s == "ceil") m = Near::Ceil;
+  else if(s == "simple") m = Near::Simple;
+  else return false;
+  return true;
+}
+
+struct Config {
+  Mode mode = Mode::Nearest;
+  Ctm ctm = Ctm::HalfPixel;
+  Near nearest = Near::RoundPreferFloor;
+  double a = -0.75, ev = 0;
+  bool exclude = false, antialias = false;
+  std::vector<double> scales, roi;  // per dim (scales filled in), roi 2*rank (filled in)
+};
+
+Config configOf(const Attrs& at, const Shape& in, const Shape& out) {
+  Config c;
+  parseMode(at.s("mode"), c.mode);
+  parseCtm(at.s("coordinate_transformation_mode"), c.ctm);
+  parseNear(at.s("nearest_mode"), c.nearest);
+  c.a = at.f("cubic_coeff_a");
+  c.ev = at.f("extrapolation_value");
+  c.exclude = at.i("exclude_outside") != 0;
+  c.antialias = at.i("antialias") != 0;
+  const int r = in.rank();
+  c.scales = at.floats("scales");
+  if(c.scales.empty())
+    for(int i = 0; i < r; ++i) c.scales.push_back(in[i] == 0 ? 1.0 : double(out[i]) / double(in[i]));
+  c.roi = at.floats("roi");
+  if(c.roi.empty()) {
+    c.roi.assign(size_t(r), 0.0);
+    c.roi.resize(size_t(2 * r), 1.0);
+  }
+  return c;
+}
+
+// Taps of one axis: output j reads idx[j*n + t] with weight w[j*n + t].
+struct AxisTaps {
+  int64_t in = 0, out = 0, n = 0;
+  bool identity = false;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<char> extrap;  // tf_crop_and_resize: output j is extrapolation_value
+};
+
+double cubicWeight(double t, double A) {
+  t = std::fabs(t);
+  if(t <= 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if(t < 2) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+  return 0;
+}
+
+// Input coordinate of output index y; sets ext when it falls outside (tf_crop_and_resize).
+double sourceCoord(const Config& c, double y, double scale, int64_t in, int64_t outInt, double r0, double r1,
+                   bool& ext) {
+  const double outF = scale * double(in);
+  ext = false;
+  switch(c.ctm) {
+    case Ctm::AlignCorners: return outF == 1 ? 0.0 : y * double(in - 1) / (outF - 1);
+    case Ctm::Asymmetric: return y / scale;
+    case Ctm::TfHalfPixelForNN: return (y + 0.5) / scale;
+    case Ctm::PytorchHalfPixel: return outF == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    case Ctm::HalfPixel: return (y + 0.5) / scale - 0.5;
+    case Ctm::HalfPixelSymmetric: {
+      double adjustment = double(outInt) / outF;
+      double offset = double(in) / 2 * (1 - adjustment);
+      return offset + (y + 0.5) / scale - 0.5;
+    }
+    case Ctm::TfCropAndResize: {
+      double x = outF == 1 ? (r1 - r0) * double(in - 1) / 2 : y * (r1 - r0) * double(in - 1) / (outF - 1);
+      x += r0 * double(in - 1);
+      ext = x < 0 || x > double(in - 1);
+      return x;
+    }
+  }
+  return y;
+}
+
+AxisTaps axisTaps(const Config& c, int64_t in, int64_t out, double scale, double r0, double r1) {
+  AxisTaps t;
+  t.in = in;
+  t.out = out;
+  t.identity = in == out && scale == 1 && (c.ctm != Ctm::TfCropAndResize || (r0 == 0 && r1 == 1));
+  if(t.identity || in == 0) return t;
+  const bool aa = c.antialias && c.mode != Mode::Nearest && scale < 1;
+  const double s = aa ? scale : 1.0;
+  const double radius = c.mode == Mode::Cubic ? 2 : 1;
+  const int64_t start = c.mode == Mode::Nearest ? 0 : int64_t(std::floor(-radius / s)) + 1;
+  t.n = c.mode == Mode::Nearest ? 1 : 2 - 2 * start;
+  t.idx.resize(size_t(out * t.n));
+  t.w.resize(size_t(out * t.n));
+  t.extrap.assign(size_t(out), 0);
+  for(int64_t j = 0; j < out; ++j) {
+    bool ext = false;
+    double x = sourceCoord(c, double(j), scale, in, out, r0, r1, ext);
+    t.extrap[size_t(j)] = ext;
+    int64_t* idx = &t.idx[size_t(j * t.n)];
+    double* w = &t.w[size_t(j * t.n)];
+    double x0 = std::floor(x), ratio = x - x0;
+    if(c.mode == Mode::Nearest) {
+      int64_t i = int64_t(x0);
+      if(ratio != 0) {
+        bool up = false;
+        switch(c.nearest) {
+          case Near::RoundPreferFloor: up = ratio > 0.5; break;
+          case Near::RoundPreferCeil: up = ratio >= 0.5; break;
+          case Near::Floor: up = false; break;
+          case Near::Ceil: up = true; break;
+          case Near::Simple: up = scale < 1; break;
+        }
+        i += up;
+      }
+      idx[0] = std::min(std::max<int64_t>(i, 0), in - 1);
+      w[0] = 1;
+      continue;
+    }
+    // The taps' left neighbour is strictly left of x: at an integer x take ratio 1.
+    if(ratio == 0) {
+      x0 -= 1;
+      ratio = 1;
+    }
+    double total = 0;
+    for(int64_t k = 0; k < t.n; ++k) {
+      double d = s * (double(start + k) - ratio);
+      double wk = c.mode == Mode::Linear ? std::max(0.0, 1 - std::fabs(d)) : cubicWeight(d, c.a);
+      int64_t i = int64_t(x0) + start + k;
+      if(c.exclude && (i < 0 || i >= in)) wk = 0;
+      idx[k] = std::min(std::max<int64_t>(i, 0), in - 1);
+      w[k] = wk;
+      total += wk;
+    }
+    if((aa || c.exclude) && total != 0)
+      for(int64_t k = 0; k < t.n; ++k) w[k] /= total;
+  }
+  return t;
+}
+
+// dims[:axis] x dims[axis] x dims[axis+1:] -> dims[:axis] x out x dims[axis+1:]
+std::vector<double> applyAxis(const std::vector<double>& src, const std::vector<int64_t>& dims, int axis,
+                              const AxisTaps& t, double ev) {
+  int64_t outer = 1, inner = 1;
+  for(int i = 0; i < axis; ++i) outer *= dims[size_t(i)];
+  for(size_t i = size_t(axis) + 1; i < dims.size(); ++i) inner *= dims[i];
+  std::vector<double> dst(size_t(outer * t.out * inner));
+  host::parallelFor(outer * t.out, outer * t.out * inner * std::max<int64_t>(t.n, 1), [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      int64_t oo = r / t.out, j = r % t.out;
+      double* d = dst.data() + r * inner;
+      if(t.in == 0 || t.extrap[size_t(j)]) {
+        std::fill(d, d + inner, t.in == 0 ? 0.0 : ev);
+        continue;
+      }
+      std::fill(d, d + inner, 0.0);
+      for(int64_t k = 0; k < t.n; ++k) {
+        double w = t.w[size_t(j * t.n + k)];
+        if(w == 0) continue;
+        const double* s = src.data() + (oo * t.in + t.idx[size_t(j * t.n + k)]) * inner;
+        for(int64_t i = 0; i < inner; ++i) d[i] += w * s[i];
+      }
+    }
+  });
+  return dst;
+}
+
+// The adjoint of applyAxis (extrapolated outputs contribute nothing).
+std::vector<double> applyAxisAdjoint(const std::vector<double>& src, const std::vector<int64_t>& dims, int axis,
+                                     const AxisTaps& t) {
+  int64_t outer = 1, inner = 1;
+  for(int i = 0; i < axis; ++i) outer *= dims[size_t(i)];
+  for(size_t i = size_t(axis) + 1; i < dims.size(); ++i) inner *= dims[i];
+  std::vector<double> dst(size_t(outer * t.in * inner), 0.0);
+  if(t.in == 0) return dst;
+  host::parallelFor(outer, outer * t.out * inner * t.n, [&](int64_t b, int64_t e) {
+    for(int64_t oo = b; oo < e; ++oo)
+      for(int64_t j = 0; j < t.out; ++j) {
+        if(t.extrap[size_t(j)]) continue;
+        const double* s = src.data() + (oo * t.out + j) * inner;
+        for(int64_t k = 0; k < t.n; ++k) {
+          double w = t.w[size_t(j * t.n + k)];
+          if(w == 0) continue;
+          double* d = dst.data() + (oo * t.in + t.idx[size_t(j * t.n + k)]) * inner;
+          for(int64_t i = 0; i < inner; ++i) d[i] += w * s[i];
+        }
+      }
+  });
+  return dst;
+}
+
+// Forward (in -> out) or adjoint (out -> in) of the resize from `inShape` to `outShape`.
+template <class T>
+void resizeRun(const TensorBase& src, TensorBase& dst, const Attrs& at, const Shape& inShape, const Shape& outShape,
+               bool adjoint) {
+  Config c = configOf(at, inShape, outShape);
+  const int r = inShape.rank();
+  std::vector<AxisTaps> taps;
+  for(int a = 0; a < r; ++a)
+    taps.push_back(axisTaps(c, inShape[a], outShape[a], c.scales[size_t(a)], c.roi[size_t(a)], c.roi[size_t(a + r)]));
+  std::vector<double> cur(size_t(src.size()));
+  const T* sp = src.data<T>();
+  for(int64_t i = 0; i < src.size(); ++i) cur[size_t(i)] = double(host::load(sp, i));
+  std::vector<int64_t> dims = adjoint ? outShape.vec() : inShape.vec();
+  for(int k = 0; k < r; ++k) {
+    int a = adjoint ? r - 1 - k : k;
+    const AxisTaps& t = taps[size_t(a)];
+    if(t.identity) continue;
+    if(adjoint) {
+      cur = applyAxisAdjoint(cur, dims, a, t);
+      dims[size_t(a)] = t.in;
+    } else {
+      cur = applyAxis(cur, dims, a, t, c.ev);
+      dims[size_t(a)] = t.out;
+    }
+  }
+  ONYX_ASSERT(int64_t(cur.size()) == dst.size(), "resize: ", cur.size(), " values for ", dst.shape());
+  T* dp = dst.data<T>();
+  for(int64_t i = 0; i < dst.size(); ++i) {
+    double v = cur[size_t(i)];
+    if constexpr(std::is_integral<T>::value) dp[i] = castFromDouble<T>(std::nearbyint(v));
+    else host::store(dp, i, v);
+  }
+}
+
+const char* kAttrNames[] = {"sizes", "scales", "roi", "mode", "coordinate_transformation_mode", "nearest_mode",
+                            "cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias"};
+
+AttrList resizeAttrs(const Attrs& a) {
+  AttrList l;
+  for(const char* n : kAttrNames) l.emplace_back(n, a[n]);
+  return l;
+}
+
+AttrList resizeAttrs(const Shape& sizes, const ResizeOptions& o, const std::vector<double>& scales) {
+  return {{"sizes", attr(sizes.vec())},
+          {"scales", FloatList(scales)},
+          {"roi", FloatList(o.roi)},
+          {"mode", attr(o.mode)},
+          {"coordinate_transformation_mode", attr(o.coordinateTransformationMode)},
+          {"nearest_mode", attr(o.nearestMode)},
+          {"cubic_coeff_a", attr(o.cubicCoeffA)},
+          {"exclude_outside", attr(o.excludeOutside)},
+          {"extrapolation_value", attr(o.extrapolationValue)},
+          {"antialias", attr(o.antialias)}};
+}
+
+// Checks the attributes against x's rank; returns the output shape (sizes).
+Shape checkResize(InferCtx& c, const Shape& x) {
+  const int r = x.rank();
+  c.check(r >= 1, "needs an input of rank >= 1, got a scalar");
+  const IntList& sizes = c.attrs.ints("sizes");
+  c.check(sizes.size() == size_t(r), "sizes ", attrToString(sizes), " must have one entry per dim of x (", r, ")");
+  for(auto s : sizes) c.check(s >= 0, "sizes must be >= 0, got ", attrToString(sizes));
+  const FloatList& scales = c.attrs.floats("scales");
+  c.check(scales.empty() || scales.size() == size_t(r), "scales must have one entry per dim (", r, "), got ",
+          scales.size());
+  for(double s : scales) c.check(s > 0, "scales must be > 0, got ", attrToString(scales));
+  const FloatList& roi = c.attrs.floats("roi");
+  c.check(roi.empty() || roi.size() == size_t(2 * r), "roi must have ", 2 * r, " entries, got ", roi.size());
+  Mode m;
+  Ctm t;
+  Near n;
+  c.check(parseMode(c.attrs.s("mode"), m), "unknown mode '", c.attrs.s("mode"), "' (nearest, linear, cubic)");
+  c.check(parseCtm(c.attrs.s("coordinate_transformation_mode"), t), "unknown coordinate_transformation_mode '",
+          c.attrs.s("coordinate_transformation_mode"), "'");
+  c.check(parseNear(c.attrs.s("nearest_mode"), n), "unknown nearest_mode '", c.attrs.s("nearest_mode"), "'");
+  return Shape(Shape::Dims(sizes.begin(), sizes.end()));
+}
+
+}  // namespace
+
+ONYX_OP(kResizeGrad, "resize_grad");
+
+ONYX_OP(kResize, "resize")
+    .doc("y[j..] = sum over taps of w(j, i) * x[i..], separable per axis: nearest, linear or cubic interpolation at "
+         "the input coordinate of output index j (ONNX Resize); output shape `sizes`")
+    .inputs(1)
+    .attr("sizes", IntList{})
+    .attr("scales", FloatList{})
+    .attr("roi", FloatList{})
+    .attr("mode", std::string("nearest"))
+    .attr("coordinate_transformation_mode", std::string("half_pixel"))
+    .attr("nearest_mode", std::string("round_prefer_floor"))
+    .attr("cubic_coeff_a", -0.75)
+    .attr("exclude_outside", int64_t(0))
+    .attr("extrapolation_value", 0.0)
+    .attr("antialias", int64_t(0))
+    .infer([](InferCtx& c) {
+      Type t = c.typeOf(0);
+      c.check(isFloat(t) || isInt(t), "element type ", t, " is not supported (float and integer types)");
+      c.shape = checkResize(c, c.shapeOf(0));
+      c.type = t;
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchNumeric(c.out.type(), "resize", [&](auto tag) {
+        resizeRun<typename decltype(tag)::type>(*c.in[0], c.out, c.attrs, c.in[0]->shape(), c.out.shape(), false);
+      });
+    })
+    // Linear in x: the gradient is the adjoint map.
+    .backward([](GradCtx& g) {
+      AttrList l = resizeAttrs(g.attrs);
+      l.emplace_back("input_shape", attr(g.x(0)->shape().vec()));
+      g.add(0, g.graph.make(kResizeGrad, {g.dy}, l));
+    })
+    .onnx("Resize", 10)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0);
+      const Shape& xs = x->shape();
+      const int r = xs.rank();
+      ResizeOptions o;
+      o.mode = c.attrString("mode", "nearest");
+      std::vector<double> scales;
+      std::vector<int64_t> sizes;
+      auto readScales = [&](size_t i) {
+        if(c.numInputs() > i && c.hasInput(i)) scales = c.value(i)->toVector<double>();
+      };
+      std::vector<int64_t> axes;
+      std::string policy = "stretch";
+      if(c.opset() < 11) {
+        // Resize-10: asymmetric coordinates, nearest rounds like Upsample.
+        o.coordinateTransformationMode = "asymmetric";
+        o.nearestMode = "simple";
+        readScales(1);
+      } else {
+        o.coordinateTransformationMode = c.attrString("coordinate_transformation_mode", "half_pixel");
+        o.nearestMode = c.attrString("nearest_mode", "round_prefer_floor");
+        o.cubicCoeffA = c.attrFloat("cubic_coeff_a", -0.75);
+        o.excludeOutside = c.attrInt("exclude_outside", 0) != 0;
+        o.extrapolationValue = c.attrFloat("extrapolation_value", 0.0);
+        o.antialias = c.attrInt("antialias", 0) != 0;
+        axes = c.attrInts("axes", {});
+        policy = c.attrString("keep_aspect_ratio_policy", "stretch");
+        if(o.coordinateTransformationMode == "tf_crop_and_resize" && c.numInputs() > 1 && c.hasInput(1))
+          o.roi = c.value(1)->toVector<double>();
+        readScales(2);
+        if(c.numInputs() > 3 && c.hasInput(3)) sizes = c.ints(3);
+      }
+      if(axes.empty())
+        for(int i = 0; i < r; ++i) axes.push_back(i);
+      for(auto& a : axes) {
+        c.check(a >= -r && a < r, "axis ", a, " is out of range for rank ", r);
+        if(a < 0) a += r;
+      }
+      const size_t na = axes.size();
+      c.check(scales.empty() != sizes.empty(), "exactly one of scales and sizes must be given (non-empty)");
+      c.check(scales.empty() || scales.size() == na, "scales has ", scales.size(), " entries for ", na, " axes");
+      c.check(sizes.empty() || sizes.size() == na, "sizes has ", sizes.size(), " entries for ", na, " axes");
+      if(!o.roi.empty()) {
+        c.check(o.roi.size() == 2 * na, "roi has ", o.roi.size(), " entries, expected ", 2 * na);
+        std::vector<double> full(size_t(r), 0.0);
+        full.resize(size_t(2 * r), 1.0);
+        for(size_t i = 0; i < na; ++i) {
+          full[size_t(axes[i])] = o.roi[i];
+          full[size_t(axes[i] + r)] = o.roi[i + na];
+        }
+        o.roi = full;
+      }
+      std::vector<int64_t> outDims = xs.vec();
+      std::vector<double> fullScales(size_t(r), 1.0);
+      if(!scales.empty()) {
+        for(size_t i = 0; i < na; ++i) {
+          c.check(scales[i] > 0, "scales must be > 0, got ", scales[i]);
+          fullScales[size_t(axes[i])] = scales[i];
+          outDims[size_t(axes[i])] = int64_t(std::floor(double(xs[int(axes[i])]) * scales[i]));
+        }
+      } else if(policy == "stretch") {
+        for(size_t i = 0; i < na; ++i) {
+          outDims[size_t(axes[i])] = sizes[i];
+          fullScales[size_t(axes[i])] = double(sizes[i]) / double(xs[int(axes[i])]);
+        }
+      } else {
+        c.check(policy == "not_larger" || policy == "not_smaller", "unknown keep_aspect_ratio_policy '", policy, "'");
+        double s = policy == "not_larger" ? 1e300 : 0;
+        for(size_t i = 0; i < na; ++i) {
+          double si = double(sizes[i]) / double(xs[int(axes[i])]);
+          s = policy == "not_larger" ? std::min(s, si) : std::max(s, si);
+        }
+        for(size_t i = 0; i < na; ++i) {
+          fullScales[size_t(axes[i])] = s;
+          outDims[size_t(axes[i])] = int64_t(s * double(xs[int(axes[i])]) + 0.5);
+        }
+      }
+      c.setOutput(0, resize(x, Shape(outDims), o, fullScales));
+    })
+    // Upsample-7/8 take the scales as an attribute, 9 as an input; nearest
+    // rounds down when upsampling, coordinates are asymmetric.
+    .onnx("Upsample", 7)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0);
+      ResizeOptions o;
+      o.mode = c.attrString("mode", "nearest");
+      o.coordinateTransformationMode = "asymmetric";
+      o.nearestMode = "simple";
+      std::vector<double> scales = c.opset() < 9 ? c.attrFloats("scales") : c.value(1)->toVector<double>();
+      c.check(scales.size() == size_t(x->shape().rank()), "scales has ", scales.size(), " entries for rank ",
+              x->shape().rank());
+      c.setOutput(0, resize_by(x, scales, o));
+    });
+
+Expr resize(Expr x, const Shape& sizes, const ResizeOptions& o, const std::vector<double>& scales) {
+  return x->graph()->make(kResize, {x}, resizeAttrs(sizes, o, scales));
+}
+
+Expr resize_by(Expr x, const std::vector<double>& scales, const ResizeOptions& o) {
+  const Shape& xs = x->shape();
+  ONYX_CHECK(scales.size() == xs.size(), "resize_by: ", scales.size(), " scales for an input of shape ", xs);
+  std::vector<int64_t> out;
+  for(int i = 0; i < xs.rank(); ++i) out.push_back(int64_t(std::floor(double(xs[i]) * scales[size_t(i)])));
+  return resize(x, Shape(out), o, scales);
+}
+
+[[maybe_unused]] static OpDef& kResizeGradDef = kResizeGrad
+    .doc("dx = the adjoint of resize from input_shape to dy's shape: dy[j..] * w(j, i) added to dx[i..]")
+    .inputs(1)
+    .attr("input_shape", IntList{})
+    .attr("sizes", IntList{})
+    .attr("scales", FloatList{})
+    .attr("roi", FloatList{})
+    .attr("mode", std::string("nearest"))
+    .attr("coordinate_transformation_mode", std::string("half_pixel"))
+    .attr("nearest_mode", std::string("round_prefer_floor"))
+    .attr("cubic_coeff_a", -0.75)
+    .attr("exclude_outside", int64_t(0))
+    .attr("extrapolation_value", 0.0)
+    .attr("antialias", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      const IntList& is = c.attrs.ints("input_shape");
+      Shape xs(Shape::Dims(is.begin(), is.end()));
+      Shape ys = checkResize(c, xs);
+      c.check(ys == c.shapeOf(0), "dy of shape ", c.shapeOf(0), " does not match sizes ", ys);
+      c.shape = xs;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const IntList& is = c.attrs.ints("input_shape");
+      Shape xs(Shape::Dims(is.begin(), is.end()));
+      dispatchFloat(c.out.type(), "resize_grad", [&](auto tag) {
+        resizeRun<typename decltype(tag)::type>(*c.in[0], c.out, c.attrs, xs, c.in[0]->shape(), true);
+      });
+    })
+    // Linear in dy: the adjoint of the adjoint is resize without the
+    // extrapolation constant.
+    .backward([](GradCtx& g) {
+      AttrList l = resizeAttrs(g.attrs);
+      for(auto& kv : l)
+        if(kv.first == "extrapolation_value") kv.second = 0.0;
+      g.add(0, g.graph.make(kResize, {g.dy}, l));
+    })
+    .noOnnx("internal: gradient of resize");
+
+Expr resize_grad(Expr dy, const Shape& inputShape, const ResizeOptions& o, const std::vector<double>& scales) {
+  AttrList l = resizeAttrs(dy->shape(), o, scales);
+  l.emplace_back("input_shape", attr(inputShape.vec()));
+  return dy->graph()->make(kResizeGrad, {dy}, l);
+}
+
+}  // namespace onyx

@@ -1,0 +1,35 @@
+// Resizing by interpolation (src/ops/resize.cpp), ONNX Resize semantics on
+// any rank: nearest, linear (bilinear, trilinear, ..) and cubic.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <onyx/core/shape.h>
+#include <onyx/graph/node.h>
+
+namespace onyx {
+
+struct ResizeOptions {
+  std::string mode = "nearest";  // nearest, linear, cubic
+  // How output index y maps to input coordinate x: half_pixel, half_pixel_symmetric,
+  // pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize.
+  std::string coordinateTransformationMode = "half_pixel";
+  // Nearest rounding: round_prefer_floor, round_prefer_ceil, floor, ceil, or
+  // simple (floor when upsampling, ceil when downsampling: ONNX Upsample and Resize-10).
+  std::string nearestMode = "round_prefer_floor";
+  double cubicCoeffA = -0.75;
+  bool excludeOutside = false;      // weights of taps outside the input are 0 (and the rest renormalised)
+  double extrapolationValue = 0;    // tf_crop_and_resize: value where x falls outside the input
+  bool antialias = false;           // linear/cubic downsampling widens the filter by 1/scale
+  std::vector<double> roi;          // tf_crop_and_resize: [start_1.., end_1..] per dim, normalised
+};
+
+// x resized to `sizes` (one entry per dim). `scales` (one per dim, > 0) are
+// the factors the coordinate mapping uses; empty means sizes / x's dims.
+Expr resize(Expr x, const Shape& sizes, const ResizeOptions& o = {}, const std::vector<double>& scales = {});
+// x resized by `scales`: sizes floor(dim * scale).
+Expr resize_by(Expr x, const std::vector<double>& scales, const ResizeOptions& o = {});
+// Adjoint of resize (its gradient): dy of the resized shape back onto `inputShape`.
+Expr resize_grad(Expr dy, const Shape& inputShape, const ResizeOptions& o = {}, const std::vector<double>& scales = {});
+
+}  // namespace onyx
