@@ -35,16 +35,18 @@ enum class Type : int {
   int4 = 22,
   float4e2m1 = 23,
   float8e8m0 = 24,
+  uint2 = 25,
+  int2 = 26,
 };
 using DataType = Type;
 
-constexpr int kNumTypes = 25;
+constexpr int kNumTypes = 27;
 
 // Name as printed by debug output and the native format ("float32", "int64", ...).
 const char* typeName(Type t);
 // Inverse of typeName; throws onyx::Error on an unknown name.
 Type typeFromName(const std::string& name);
-// Bits per element (4 for the packed 4-bit types, 0 for string/undefined).
+// Bits per element (4 / 2 for the packed types, 0 for string/undefined).
 int typeBits(Type t);
 // Bytes needed for n elements (rounds packed types up).
 size_t typeBytes(Type t, size_t n);
@@ -62,6 +64,63 @@ inline bool isInt(Type t) {
 bool isComputeType(Type t);
 
 std::ostream& operator<<(std::ostream& os, Type t);
+
+// ---- storage-only types (ONNX's small floats and packed integers)
+//
+// float8e4m3fn (bias 7, no inf, NaN S.1111.111), float8e4m3fnuz (bias 8, only
+// NaN 0x80, no -0), float8e5m2 (bias 15, IEEE-like with inf), float8e5m2fnuz
+// (bias 16, only NaN 0x80, no -0), float4e2m1 (bias 1, no inf/NaN) and
+// float8e8m0 (a bare exponent, 2^(e-127), 0xff NaN). int4/uint4 pack two
+// elements per byte and int2/uint2 four, the first in the lowest bits.
+
+// Rounding of float8e8m0 (ONNX Cast's round_mode).
+enum class E8M0Round { up = 0, down = 1, nearest = 2 };
+// "up" / "down" / "nearest"; throws onyx::Error on another name.
+E8M0Round e8m0RoundFromName(const std::string& name);
+
+// Whether t is one of the small float types above (float8*, float4e2m1).
+bool isSmallFloat(Type t);
+// Whether t packs several elements per byte (int4, uint4, int2, uint2, float4e2m1).
+bool isPacked(Type t);
+// x rounded to nearest even into small float type t (float8e4m3fn,
+// float8e4m3fnuz, float8e5m2, float8e5m2fnuz, float4e2m1), as ONNX Cast does.
+// saturate: out-of-range values and inf become the largest finite value;
+// otherwise they become NaN (fn/fnuz) or inf (e5m2). float4e2m1 always saturates.
+uint8_t encodeSmallFloat(Type t, double x, bool saturate = true);
+// The exact value of code `bits` of small float type t (float8e8m0 included).
+double decodeSmallFloat(Type t, uint8_t bits);
+// x (as float32) to float8e8m0 per ONNX: the exponent, rounded by `mode`;
+// NaN/inf give 0xff, and saturate keeps a round-up at 2^127.
+uint8_t encodeE8M0(float x, bool saturate = true, E8M0Round mode = E8M0Round::up);
+
+// Element i of a packed buffer as its raw code (low bits, unsigned).
+inline uint8_t loadPacked(const void* data, Type t, size_t i) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  if(typeBits(t) == 2) return static_cast<uint8_t>((p[i / 4] >> (2 * (i % 4))) & 0x3u);
+  return static_cast<uint8_t>((p[i / 2] >> (4 * (i % 2))) & 0xfu);
+}
+// Writes code (its low bits) as element i of a packed buffer (the other
+// elements sharing the byte are kept).
+inline void storePacked(void* data, Type t, size_t i, uint8_t code) {
+  uint8_t* p = static_cast<uint8_t*>(data);
+  if(typeBits(t) == 2) {
+    unsigned sh = static_cast<unsigned>(2 * (i % 4));
+    p[i / 4] = static_cast<uint8_t>((p[i / 4] & ~(0x3u << sh)) | ((code & 0x3u) << sh));
+  } else {
+    unsigned sh = static_cast<unsigned>(4 * (i % 2));
+    p[i / 2] = static_cast<uint8_t>((p[i / 2] & ~(0xfu << sh)) | ((code & 0xfu) << sh));
+  }
+}
+
+// Element i of a buffer of any numeric type (storage-only ones included) as
+// a double; exact except for 64-bit integers beyond 2^53.
+double loadAsDouble(const void* data, Type t, size_t i);
+// Stores v as element i of a buffer of any numeric type the way ONNX Cast
+// converts: floats round to nearest even (small floats per `saturate`,
+// float8e8m0 per `mode`), integers truncate toward zero; int4/uint4/int2/uint2
+// keep the low bits of the truncated value (they wrap), wider integers clamp.
+void storeFromDouble(void* data, Type t, size_t i, double v, bool saturate = true,
+                     E8M0Round mode = E8M0Round::up);
 
 // IEEE binary16, stored as bits; arithmetic goes through float.
 struct float16 {

@@ -3,6 +3,10 @@
 // builds it sits right below the entry.
 #include <onyx/ops/elementwise.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -85,6 +89,140 @@ void inferLogic(InferCtx& c) {
 Expr maskGrad(Expr mask, Expr dy, bool whereTrue) {
   Expr zero = scalarLike(dy, 0.0);
   return whereTrue ? where(mask, dy, zero) : where(mask, zero, dy);
+}
+
+// ------------------------------------------------------------- strings
+// String tensors never need gradients: Cast to/from string and Equal on
+// strings are computed at import and become constants.
+
+// v rounded to the precision of `t` (the round-trip check of formatFloat).
+double roundTo(double v, Type t) {
+  switch(t) {
+    case Type::float64: return v;
+    case Type::float16: return static_cast<float>(float16(static_cast<float>(v)));
+    case Type::bfloat16: return static_cast<float>(bfloat16(static_cast<float>(v)));
+    default: return static_cast<float>(v);
+  }
+}
+
+// A float as numpy's str() writes it (what ONNX's reference Cast produces):
+// the shortest digits that read back to the same value of type `t`,
+// positional for 1e-4 <= |v| < 1e16 ("0.5", "100.0"; 1e6 for float32, 1e3
+// for float16), else scientific ("1e-05", "1.5e+06").
+std::string formatFloat(double v, Type t) {
+  if(std::isnan(v)) return "nan";
+  if(std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  std::string sign = std::signbit(v) ? "-" : "";
+  double a = std::fabs(v);
+  if(a == 0) return sign + "0.0";
+  char buf[64];
+  for(int p = 0; p < 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*e", p, a);
+    if(roundTo(std::strtod(buf, nullptr), t) == roundTo(a, t)) break;
+  }
+  // buf is "d.ddde[+-]XX": digits and the decimal exponent.
+  std::string m(buf, std::strchr(buf, 'e'));
+  int e = std::atoi(std::strchr(buf, 'e') + 1);
+  std::string digits;
+  for(char ch : m)
+    if(ch != '.') digits += ch;
+  while(digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  int n = static_cast<int>(digits.size());
+  double upper = t == Type::float64 ? 1e16 : t == Type::float16 ? 1e3 : 1e6;
+  if(a >= 1e-4 && a < upper) {
+    if(e >= n - 1) return sign + digits + std::string(static_cast<size_t>(e - (n - 1)), '0') + ".0";
+    if(e >= 0) return sign + digits.substr(0, static_cast<size_t>(e + 1)) + "." + digits.substr(static_cast<size_t>(e + 1));
+    return sign + "0." + std::string(static_cast<size_t>(-e - 1), '0') + digits;
+  }
+  std::string r = sign + digits.substr(0, 1);
+  if(n > 1) r += "." + digits.substr(1);
+  std::snprintf(buf, sizeof buf, "e%c%02d", e < 0 ? '-' : '+', std::abs(e));
+  return r + buf;
+}
+
+// Element i of x (any numeric type) as text.
+std::string formatElement(const TensorBase& x, size_t i) {
+  Type t = x.type();
+  const void* d = x.raw();
+  switch(t) {
+    case Type::boolean: return static_cast<const bool*>(d)[i] ? "True" : "False";
+    case Type::int64: return std::to_string(static_cast<const int64_t*>(d)[i]);
+    case Type::uint64: return std::to_string(static_cast<const uint64_t*>(d)[i]);
+    default: break;
+  }
+  double v = loadAsDouble(d, t, i);
+  if(isInt(t) || t == Type::int4 || t == Type::uint4 || t == Type::int2 || t == Type::uint2)
+    return std::to_string(static_cast<int64_t>(v));
+  return formatFloat(v, t);
+}
+
+// x cast to or from string, computed now.
+Tensor castStrings(const Tensor& x, Type to, bool saturate, E8M0Round mode) {
+  Tensor y = TensorBase::create(x->shape(), to);
+  size_t n = static_cast<size_t>(x->shape().elements());
+  if(to == Type::string) {
+    if(x->type() == Type::string) y->strings() = x->strings();
+    else
+      for(size_t i = 0; i < n; ++i) y->strings()[i] = formatElement(*x, i);
+    return y;
+  }
+  if(y->bytes()) std::memset(y->raw(), 0, y->bytes());
+  for(size_t i = 0; i < n; ++i) {
+    const std::string& s = x->strings()[i];
+    if(to == Type::int64 || to == Type::uint64) {
+      char* end = nullptr;
+      long long v = std::strtoll(s.c_str(), &end, 10);
+      if(end && *end == 0 && !s.empty()) {
+        if(to == Type::int64) static_cast<int64_t*>(y->raw())[i] = v;
+        else static_cast<uint64_t*>(y->raw())[i] = static_cast<uint64_t>(v);
+        continue;
+      }
+    }
+    // strtod reads "NaN", "INF", "+INF", "-inf", "1e-3".
+    storeFromDouble(y->raw(), to, i, std::strtod(s.c_str(), nullptr), saturate, mode);
+  }
+  return y;
+}
+
+// Cast / CastLike to `to`: saturate (19+) and round_mode (24+) steer the
+// float8 targets.
+void importCast(OnnxImportCtx& c, Type to) {
+  bool saturate = c.attrInt("saturate", 1) != 0;
+  E8M0Round mode = e8m0RoundFromName(c.attrString("round_mode", "up"));
+  if(to == Type::string || c.input(0)->value_type() == Type::string) {
+    c.setOutput(0, c.constant(castStrings(c.value(0), to, saturate, mode)));
+    return;
+  }
+  c.check(isComputeType(to) || isSmallFloat(to) || isPacked(to), "cannot cast to ", to);
+  c.setOutput(0, cast(c.input(0), to, saturate, mode));
+}
+
+// a == b on string tensors (broadcasting), computed now.
+Tensor equalStrings(const Tensor& a, const Tensor& b) {
+  Shape shapes[2] = {a->shape(), b->shape()};
+  Shape out = Shape::broadcast(shapes, 2);
+  Tensor y = TensorBase::create(out, Type::boolean);
+  const auto& dims = out.dims();
+  size_t rank = dims.size();
+  // Index of output element i in x (dims aligned right, size-1 dims repeat).
+  auto index = [&](const Tensor& x, int64_t i) {
+    const auto& xd = x->shape().dims();
+    size_t off = rank - xd.size();
+    int64_t idx = 0, stride = 1;
+    for(size_t k = rank; k-- > 0;) {
+      int64_t coord = i % dims[k];
+      i /= dims[k];
+      if(k >= off) {
+        int64_t d = xd[k - off];
+        idx += (d == 1 ? 0 : coord) * stride;
+        stride *= d;
+      }
+    }
+    return static_cast<size_t>(idx);
+  };
+  bool* yd = static_cast<bool*>(y->raw());
+  for(int64_t i = 0; i < out.elements(); ++i) yd[i] = a->strings()[index(a, i)] == b->strings()[index(b, i)];
+  return y;
 }
 
 }  // namespace
@@ -589,8 +727,16 @@ ONYX_OP(kEq, "eq")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(eq(_2, _3)))
     .notDifferentiable("boolean output")
-    // Equal takes float inputs from opset 11 (ints and bool before).
-    .onnx("Equal", 7);
+    // Equal takes float inputs from opset 11 (ints and bool before), strings from 19.
+    .onnx("Equal", 7)
+    .importer([](OnnxImportCtx& c) {
+      if(c.input(0)->value_type() == Type::string || c.input(1)->value_type() == Type::string) {
+        c.check(c.input(0)->value_type() == c.input(1)->value_type(), "cannot compare a string with a number");
+        c.setOutput(0, c.constant(equalStrings(c.value(0), c.value(1))));
+        return;
+      }
+      c.setOutput(0, eq(c.input(0), c.input(1)));
+    });
 
 // y = a != b
 ONYX_OP(kNe, "ne")
@@ -694,22 +840,46 @@ Expr where(Expr cond, double a, Expr b) { return where(cond, scalarLike(b, a), b
 
 // ---------------------------------------------------------------------- cast
 
+// Types a cast reads and writes: the compute types and the storage-only
+// small floats and packed integers (not string, complex).
+static bool castable(Type t) { return isComputeType(t) || isSmallFloat(t) || isPacked(t); }
+
 // y = x converted to `to` (an onyx::Type, ONNX numbering)
 ONYX_OP(kCast, "cast")
-    .doc("y = x converted to element type `to` (ONNX numbering)")
+    .doc("y = x converted to element type `to` (ONNX numbering); into float8 types out-of-range values "
+         "saturate to the largest finite value when `saturate` is 1 (else NaN/inf); into float8e8m0 "
+         "`round_mode` rounds the exponent (0 up, 1 down, 2 nearest); int4/int2 targets wrap")
     .inputs(1)
     .attr("to", int64_t(Type::float32))
+    .attr("saturate", int64_t(1))
+    .attr("round_mode", int64_t(E8M0Round::up))
     .infer([](InferCtx& c) {
       Type to = static_cast<Type>(c.attrs.i("to"));
-      c.check(isComputeType(to), "cannot cast to ", to);
-      c.check(isComputeType(c.typeOf(0)), "cannot cast from ", c.typeOf(0));
+      c.check(castable(to), "cannot cast to ", to);
+      c.check(castable(c.typeOf(0)), "cannot cast from ", c.typeOf(0));
+      int64_t mode = c.attrs.i("round_mode");
+      c.check(mode >= 0 && mode <= 2, "round_mode must be 0 (up), 1 (down) or 2 (nearest), got ", mode);
       c.shape = c.shapeOf(0);
       c.type = to;
     })
     .cpu([](KernelCtx& c) {
-      dispatchAll(c.in[0]->type(), "cast", [&](auto inTag) {
+      Type ti = c.in[0]->type(), to = c.out.type();
+      if(!isComputeType(ti) || !isComputeType(to)) {
+        // Storage-only types go element by element through double (exact for
+        // every source but 64-bit integers beyond 2^53); packed outputs share
+        // bytes, so this loop stays serial.
+        bool saturate = c.attrs.i("saturate") != 0;
+        auto mode = static_cast<E8M0Round>(c.attrs.i("round_mode"));
+        const void* in = c.in[0]->raw();
+        void* out = c.out.raw();
+        if(c.out.bytes()) std::memset(out, 0, c.out.bytes());
+        for(size_t i = 0, n = static_cast<size_t>(c.out.size()); i < n; ++i)
+          storeFromDouble(out, to, i, loadAsDouble(in, ti, i), saturate, mode);
+        return;
+      }
+      dispatchAll(ti, "cast", [&](auto inTag) {
         using I = typename decltype(inTag)::type;
-        dispatchAll(c.out.type(), "cast", [&](auto outTag) {
+        dispatchAll(to, "cast", [&](auto outTag) {
           using O = typename decltype(outTag)::type;
           const I* in = c.in[0]->data<I>();
           O* out = c.out.data<O>();
@@ -729,19 +899,17 @@ ONYX_OP(kCast, "cast")
       if(isFloat(g.y()->value_type()) && isFloat(g.x(0)->value_type())) g.add(0, g.dy);
     })
     .onnx("Cast", 6)
-    .importer([](OnnxImportCtx& c) {
-      Type to = static_cast<Type>(c.attrInt("to"));
-      // saturate (19+) and round_mode (25+) concern float8/float4 targets only.
-      c.ignoreAttr("saturate");
-      c.ignoreAttr("round_mode");
-      c.check(to != Type::string, "casting to string is not supported");
-      c.check(isComputeType(to), "cannot cast to ", to);
-      c.setOutput(0, cast(c.input(0), to));
-    });
+    .importer([](OnnxImportCtx& c) { importCast(c, static_cast<Type>(c.attrInt("to"))); });
 
 Expr cast(Expr x, Type to) {
   if(x->value_type() == to) return x;
   return x->graph()->make(kCast, {x}, {{"to", int64_t(to)}});
+}
+
+Expr cast(Expr x, Type to, bool saturate, E8M0Round roundMode) {
+  if(x->value_type() == to) return x;
+  return x->graph()->make(kCast, {x},
+                          {{"to", int64_t(to)}, {"saturate", int64_t(saturate)}, {"round_mode", int64_t(roundMode)}});
 }
 
 // ------------------------------------------------------- composite imports
@@ -764,11 +932,7 @@ ONYX_ONNX_IMPORT(kOnnxIdentity, "Identity", 1).importer([](OnnxImportCtx& c) {
 
 // CastLike(x, like): x cast to like's element type.
 ONYX_ONNX_IMPORT(kOnnxCastLike, "CastLike", 15).importer([](OnnxImportCtx& c) {
-  c.ignoreAttr("saturate");
-  c.ignoreAttr("round_mode");
-  Type to = c.input(1)->value_type();
-  c.check(isComputeType(to), "cannot cast to ", to);
-  c.setOutput(0, cast(c.input(0), to));
+  importCast(c, c.input(1)->value_type());
 });
 
 }  // namespace onyx

@@ -130,7 +130,11 @@ Expr where(Expr cond, Expr a, Expr b);
 Expr where(Expr cond, Expr a, double b);
 Expr where(Expr cond, double a, Expr b);
 
-// Element type conversion.
+// Element type conversion (any numeric type, the storage-only float8/float4/
+// int4/int2 ones included). Into float8 types, out-of-range values saturate
+// to the largest finite value, or with saturate=false become NaN (inf for
+// float8e5m2); roundMode steers float8e8m0 targets.
 Expr cast(Expr x, Type to);
+Expr cast(Expr x, Type to, bool saturate, E8M0Round roundMode = E8M0Round::up);
 
 }  // namespace onyx

@@ -10,7 +10,9 @@
 #include <string>
 #include <type_traits>
 
+#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/shape.h>
 
 namespace onyx {
 
@@ -417,8 +419,8 @@ ONYX_OP(kPrelu, "prelu")
       if(g.needs(0)) g.add(0, where(negative, g.dy * g.x(1), g.dy));
       if(g.needs(1)) g.add(1, maskGrad(negative, g.dy * x, true));
     })
-    // Opset 6 wants slope of x's shape or one element: broadcasting covers both.
-    .onnx("PRelu", 6);
+    // Opsets 1-6 are imported by kOnnxPReluLegacy below.
+    .onnx("PRelu", 7);
 
 // y = x + bias if x < -lambd, x - bias if x > lambd, else 0
 ONYX_OP(kShrink, "shrink")
@@ -554,6 +556,104 @@ Expr bitwise_and(Expr a, Expr b) { return a->graph()->make(kBitwiseAnd, {a, b});
 Expr bitwise_or(Expr a, Expr b) { return a->graph()->make(kBitwiseOr, {a, b}); }
 Expr bitwise_xor(Expr a, Expr b) { return a->graph()->make(kBitwiseXor, {a, b}); }
 Expr bitwise_not(Expr a) { return a->graph()->make(kBitwiseNot, {a}); }
+
+// ------------------------------------------------------------ legacy opsets
+
+namespace {
+
+// b of a legacy (opset 1-6) Add/Sub/Mul/Div/Pow, shaped so that numpy
+// broadcasting gives the old rule: without broadcast=1 the shapes must be
+// equal; with it b's dims line up with a's starting at `axis` (at the
+// trailing dims when axis is absent).
+Expr legacyOperandB(OnnxImportCtx& c) {
+  c.ignoreAttr("consumed_inputs");
+  Expr a = c.input(0), b = c.input(1);
+  const Shape& sa = a->shape();
+  const Shape& sb = b->shape();
+  bool broadcast = c.attrInt("broadcast", 0) != 0;
+  if(!broadcast) {
+    c.check(sa == sb, "inputs of shapes ", sa, " and ", sb, " differ and broadcast is not 1");
+    c.ignoreAttr("axis");
+    return b;
+  }
+  int ra = sa.rank(), rb = sb.rank();
+  c.check(rb <= ra, "b of shape ", sb, " has more dims than a of shape ", sa);
+  int64_t axis = c.attrInt("axis", ra - rb);
+  if(axis < 0) axis += ra;
+  c.check(axis >= 0 && axis + rb <= ra, "axis ", c.attrInt("axis", 0), " does not place b of shape ", sb,
+          " inside a of shape ", sa);
+  for(int k = 0; k < rb; ++k)
+    c.check(sb[k] == 1 || sb[k] == sa[static_cast<int>(axis) + k], "b of shape ", sb, " does not broadcast to a of shape ",
+            sa, " at axis ", axis);
+  if(axis + rb == ra) return b;
+  std::vector<int64_t> dims(sb.dims().begin(), sb.dims().end());
+  dims.resize(static_cast<size_t>(ra - axis), 1);
+  return reshape(b, dims);
+}
+
+}  // namespace
+
+ONYX_ONNX_IMPORT(kOnnxAddLegacy, "Add", 1).until(6).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, plus(c.input(0), legacyOperandB(c)));
+});
+ONYX_ONNX_IMPORT(kOnnxSubLegacy, "Sub", 1).until(6).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, minus(c.input(0), legacyOperandB(c)));
+});
+ONYX_ONNX_IMPORT(kOnnxMulLegacy, "Mul", 1).until(6).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, mul(c.input(0), legacyOperandB(c)));
+});
+ONYX_ONNX_IMPORT(kOnnxDivLegacy, "Div", 1).until(6).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, div(c.input(0), legacyOperandB(c)));
+});
+ONYX_ONNX_IMPORT(kOnnxPowLegacy, "Pow", 1).until(6).importer([](OnnxImportCtx& c) {
+  c.setOutput(0, pow(c.input(0), legacyOperandB(c)));
+});
+
+// PRelu 1-6: slope of x's shape or one element; a 1-D slope of x's channel
+// count (dim 1) is per channel, as the exporters of that time wrote it.
+ONYX_ONNX_IMPORT(kOnnxPReluLegacy, "PRelu", 1).until(6).importer([](OnnxImportCtx& c) {
+  c.ignoreAttr("consumed_inputs");
+  Expr x = c.input(0), slope = c.input(1);
+  const Shape& sx = x->shape();
+  const Shape& ss = slope->shape();
+  if(sx.rank() >= 3 && ss.rank() == 1 && ss[0] > 1 && ss[0] == sx[1]) {
+    std::vector<int64_t> dims(static_cast<size_t>(sx.rank() - 1), 1);
+    dims[0] = ss[0];
+    slope = reshape(slope, dims);
+  }
+  c.setOutput(0, prelu(x, slope));
+});
+
+// Opset-1 versions of ops whose next version is 6: the same but for the
+// attribute consumed_inputs (an in-place hint), which is ignored.
+#define ONYX_CONSUMED_INPUTS_IMPORT(var, op)                                         \
+  ONYX_ONNX_IMPORT(var, op, 1).until(5).importer([](OnnxImportCtx& c) {             \
+    c.ignoreAttr("consumed_inputs");                                                \
+    const OnnxImportEntry* e = findOnnxImport(c.domain(), op, 6);                   \
+    c.check(e != nullptr && e->fn != nullptr, "no import rule for opset 6 of " op); \
+    e->fn(c);                                                                       \
+  })
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxNeg1, "Neg");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxAbs1, "Abs");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxExp1, "Exp");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxLog1, "Log");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxSqrt1, "Sqrt");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxReciprocal1, "Reciprocal");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxTanh1, "Tanh");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxSigmoid1, "Sigmoid");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxRelu1, "Relu");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxLeakyRelu1, "LeakyRelu");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxElu1, "Elu");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxSelu1, "Selu");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxFloor1, "Floor");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxCeil1, "Ceil");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxHardSigmoid1, "HardSigmoid");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxClip1, "Clip");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxMax1, "Max");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxMin1, "Min");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxSum1, "Sum");
+ONYX_CONSUMED_INPUTS_IMPORT(kOnnxMean1, "Mean");
+#undef ONYX_CONSUMED_INPUTS_IMPORT
 
 #undef EW_FN
 #undef EW_FN_BY_VALUE

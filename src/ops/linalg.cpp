@@ -1,12 +1,21 @@
 // Linear algebra: matmul (numpy/ONNX MatMul with transposes and a scale) and
 // affine (matmul plus a broadcast bias, ONNX Gemm). Kernels go to OpenBLAS
-// through host::gemm for float/double.
+// through host::gemm for float/double. det and inverse (ONNX Det) work per
+// matrix in double. ONNX Einsum and MatMulInteger are composites of these
+// and the shape ops.
 #include <onyx/ops/linalg.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
 #include <vector>
 
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
 
 namespace onyx {
@@ -199,6 +208,29 @@ Expr dot(Expr a, Expr b, bool transA, bool transB, float scale) {
 }
 Expr matmul(Expr a, Expr b) { return makeMatmul(a, b, false, false, 1.0); }
 
+namespace {
+// ONNX Gemm: y = alpha * op(A) . op(B) + beta * C, C optional from opset 11
+// and broadcast to [M, N]. Without C (or with beta = 0) it is a matmul.
+void importGemm(OnnxImportCtx& c) {
+  Expr a = c.input(0), b = c.input(1);
+  bool tA = c.attrInt("transA", 0) != 0, tB = c.attrInt("transB", 0) != 0;
+  double alpha = c.attrFloat("alpha", 1.0), beta = c.attrFloat("beta", 1.0);
+  // Before opset 7 `broadcast` said whether C may broadcast; it always may here.
+  if(c.opset() < 7) c.ignoreAttr("broadcast");
+  c.check(a->shape().rank() == 2 && b->shape().rank() == 2, "A and B must be 2-D, got shapes ", a->shape(), " and ",
+          b->shape());
+  std::vector<std::pair<std::string, AttrValue>> attrs = {
+      {"transA", attr(tA)}, {"transB", attr(tB)}, {"alpha", attr(alpha)}};
+  if(c.numInputs() < 3 || !c.hasInput(2) || beta == 0) {
+    c.setOutput(0, c.make("matmul", {a, b}, attrs));
+    return;
+  }
+  Expr C = c.input(2);
+  if(beta != 1) C = C * beta;
+  c.setOutput(0, c.make("affine", {a, b, C}, attrs));
+}
+}  // namespace
+
 // y = alpha * op(x) . op(W) + b
 ONYX_OP(kAffine, "affine")
     .doc("y = alpha * op(x) . op(W) + b; W 2-D [K, N] after op, b broadcast to y's shape [.., N]")
@@ -230,11 +262,421 @@ ONYX_OP(kAffine, "affine")
       g.add(2, g.dy);
     })
     // Gemm takes 2-D A and B only: other ranks of x need MatMul + Add on export.
-    .onnx("Gemm", 7);
+    .onnx("Gemm", 1)
+    .importer(importGemm);
 
 Expr affine(Expr x, Expr W, Expr b, bool transA, bool transB, float scale) {
   return x->graph()->make(kAffine, {x, W, b},
                           {{"transA", attr(transA)}, {"transB", attr(transB)}, {"alpha", attr(scale)}});
 }
+
+// ------------------------------------------------------ det and inverse
+
+namespace {
+
+// Square matrices in the last two dims: [.., M, M].
+void inferSquare(InferCtx& c) {
+  c.requireFloat(0);
+  const Shape& s = c.shapeOf(0);
+  c.check(s.rank() >= 2 && s[-1] == s[-2], "x must hold square matrices [.., M, M], got shape ", s);
+}
+
+// Runs fn(matrix index, in, out) on each matrix of x, as doubles (n x n
+// row-major in `a`).
+template <class Fn>
+void eachMatrix(KernelCtx& c, Fn fn) {
+  const Shape& s = c.in[0]->shape();
+  int64_t n = s[-1];
+  int64_t mats = 1;
+  for(int i = 0; i + 2 < s.rank(); ++i) mats *= s.dims()[static_cast<size_t>(i)];
+  for(int64_t m = 0; m < mats; ++m) {
+    std::vector<double> a(static_cast<size_t>(n * n));
+    for(int64_t i = 0; i < n * n; ++i) a[static_cast<size_t>(i)] = c.in[0]->getAsDouble(m * n * n + i);
+    fn(m, std::move(a), n);
+  }
+}
+
+// LU with partial pivoting: the product of the pivots, sign-corrected.
+double detOf(std::vector<double> a, int64_t n) {
+  double det = 1;
+  for(int64_t k = 0; k < n; ++k) {
+    int64_t p = k;
+    for(int64_t i = k + 1; i < n; ++i)
+      if(std::fabs(a[i * n + k]) > std::fabs(a[p * n + k])) p = i;
+    if(a[p * n + k] == 0) return 0;
+    if(p != k) {
+      for(int64_t j = 0; j < n; ++j) std::swap(a[k * n + j], a[p * n + j]);
+      det = -det;
+    }
+    double piv = a[k * n + k];
+    det *= piv;
+    for(int64_t i = k + 1; i < n; ++i) {
+      double f = a[i * n + k] / piv;
+      for(int64_t j = k + 1; j < n; ++j) a[i * n + j] -= f * a[k * n + j];
+    }
+  }
+  return det;
+}
+
+// Gauss-Jordan with partial pivoting; a singular matrix gives inf/NaN.
+std::vector<double> inverseOf(std::vector<double> a, int64_t n) {
+  std::vector<double> inv(static_cast<size_t>(n * n), 0.0);
+  for(int64_t i = 0; i < n; ++i) inv[i * n + i] = 1;
+  for(int64_t k = 0; k < n; ++k) {
+    int64_t p = k;
+    for(int64_t i = k + 1; i < n; ++i)
+      if(std::fabs(a[i * n + k]) > std::fabs(a[p * n + k])) p = i;
+    if(p != k)
+      for(int64_t j = 0; j < n; ++j) {
+        std::swap(a[k * n + j], a[p * n + j]);
+        std::swap(inv[k * n + j], inv[p * n + j]);
+      }
+    double piv = a[k * n + k];
+    for(int64_t j = 0; j < n; ++j) {
+      a[k * n + j] /= piv;
+      inv[k * n + j] /= piv;
+    }
+    for(int64_t i = 0; i < n; ++i) {
+      if(i == k) continue;
+      double f = a[i * n + k];
+      if(f == 0) continue;
+      for(int64_t j = 0; j < n; ++j) {
+        a[i * n + j] -= f * a[k * n + j];
+        inv[i * n + j] -= f * inv[k * n + j];
+      }
+    }
+  }
+  return inv;
+}
+
+// x with its last two dims swapped.
+Expr swapLast(Expr x) {
+  std::vector<int> perm;
+  for(int i = 0; i < x->shape().rank(); ++i) perm.push_back(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return transpose(x, perm);
+}
+
+}  // namespace
+
+// y = x^-1 for each matrix of x
+ONYX_OP(kInverse, "inverse")
+    .doc("y = x^-1 for each square matrix in the last two dims (Gauss-Jordan with partial pivoting, in double); "
+         "singular matrices give inf/NaN")
+    .inputs(1)
+    .infer([](InferCtx& c) {
+      inferSquare(c);
+      infer::sameAsInput0(c);
+    })
+    .cpu([](KernelCtx& c) {
+      eachMatrix(c, [&](int64_t m, std::vector<double> a, int64_t n) {
+        std::vector<double> inv = inverseOf(std::move(a), n);
+        for(int64_t i = 0; i < n * n; ++i) c.out.setFromDouble(m * n * n + i, inv[static_cast<size_t>(i)]);
+      });
+    })
+    // dY = -Y^T . dy . Y^T
+    .backward([](GradCtx& g) {
+      Expr y = g.y();
+      g.add(0, -dot(dot(y, g.dy, true, false), y, false, true));
+    })
+    .noOnnx("no ONNX op in the default domain (com.microsoft has Inverse)");
+
+Expr inverse(Expr x) { return x->graph()->make(kInverse, {x}); }
+
+// y = det(x) for each matrix of x
+ONYX_OP(kDet, "det")
+    .doc("y = det(x) for each square matrix in the last two dims [.., M, M] -> [..] (LU with partial pivoting, in "
+         "double)")
+    .inputs(1)
+    .infer([](InferCtx& c) {
+      inferSquare(c);
+      const Shape& s = c.shapeOf(0);
+      Shape::Dims d;
+      for(int i = 0; i + 2 < s.rank(); ++i) d.push_back(s.dims()[static_cast<size_t>(i)]);
+      c.shape = Shape(d);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      eachMatrix(c, [&](int64_t m, std::vector<double> a, int64_t n) { c.out.setFromDouble(m, detOf(std::move(a), n)); });
+    })
+    // d det / dx = det * x^-T (Jacobi's formula); needs an invertible x.
+    .backward([](GradCtx& g) {
+      Shape::Dims d = g.y()->shape().dims();
+      d.push_back(1);
+      d.push_back(1);
+      Expr scale = reshape(g.dy * g.y(), Shape(d));
+      g.add(0, scale * swapLast(inverse(g.x(0))));
+    })
+    .onnx("Det", 11);
+
+Expr det(Expr x) { return x->graph()->make(kDet, {x}); }
+
+// ---------------------------------------------------------------- einsum
+
+namespace {
+
+// Labels are ints: letters by character code, the dims an ellipsis stands
+// for as kEllipsisLabel + k (k-th of the widest ellipsis, right-aligned).
+constexpr int kEllipsisLabel = 1000;
+
+struct EinsumTerm {
+  std::vector<int> labels;  // one per dim, after expanding the ellipsis
+};
+
+// Parses one term ("ab...c") for an operand of rank `rank` (-1 for the
+// output, whose ellipsis takes all `ellRank` dims).
+EinsumTerm parseTerm(const std::string& t, int rank, int ellRank, const std::string& eq) {
+  EinsumTerm r;
+  size_t dots = t.find("...");
+  ONYX_CHECK(dots == std::string::npos || t.find("...", dots + 3) == std::string::npos, "einsum '", eq,
+             "': term '", t, "' has more than one ellipsis");
+  int letters = 0;
+  for(size_t i = 0; i < t.size(); ++i) {
+    if(dots != std::string::npos && i >= dots && i < dots + 3) continue;
+    ONYX_CHECK(std::isalpha(static_cast<unsigned char>(t[i])), "einsum '", eq, "': '", t[i],
+               "' is not a letter (labels are a-z, A-Z)");
+    ++letters;
+  }
+  int ell = 0;
+  if(dots != std::string::npos) ell = rank < 0 ? ellRank : rank - letters;
+  ONYX_CHECK(rank < 0 || (dots == std::string::npos ? letters == rank : ell >= 0), "einsum '", eq, "': term '", t,
+             "' does not fit an operand of rank ", rank);
+  for(size_t i = 0; i < t.size(); ++i) {
+    if(dots != std::string::npos && i == dots) {
+      for(int k = 0; k < ell; ++k) r.labels.push_back(kEllipsisLabel + ellRank - ell + k);
+      i += 2;
+      continue;
+    }
+    r.labels.push_back(static_cast<int>(t[i]));
+  }
+  return r;
+}
+
+// x with its dims reordered so that its labels read `want` (a permutation of
+// `have`); x itself when they already do.
+Expr permuteLabels(Expr x, const std::vector<int>& have, const std::vector<int>& want) {
+  if(have == want) return x;
+  std::vector<int> perm;
+  for(int l : want) perm.push_back(static_cast<int>(std::find(have.begin(), have.end(), l) - have.begin()));
+  return transpose(x, perm);
+}
+
+// One operand on its way through the contraction: the expression and the
+// label of each of its dims (unique after takeDiagonals).
+struct Operand {
+  Expr x;
+  std::vector<int> labels;
+};
+
+// A label repeated within one operand selects the diagonal: the two dims
+// move to the end, merge into one of n*n entries, and every (n+1)-th entry
+// is kept.
+void takeDiagonals(Operand& o, const std::string& eq) {
+  for(;;) {
+    size_t i = 0, j = 0;
+    bool found = false;
+    for(i = 0; i < o.labels.size() && !found; ++i)
+      for(j = i + 1; j < o.labels.size(); ++j)
+        if(o.labels[i] == o.labels[j]) { found = true; break; }
+    if(!found) return;
+    --i;
+    int64_t n = o.x->shape()[static_cast<int>(i)];
+    ONYX_CHECK(o.x->shape()[static_cast<int>(j)] == n, "einsum '", eq, "': repeated label has sizes ", n, " and ",
+               o.x->shape()[static_cast<int>(j)]);
+    std::vector<int> rest, perm;
+    Shape::Dims dims;
+    for(size_t k = 0; k < o.labels.size(); ++k)
+      if(k != i && k != j) {
+        rest.push_back(o.labels[k]);
+        perm.push_back(static_cast<int>(k));
+        dims.push_back(o.x->shape()[static_cast<int>(k)]);
+      }
+    perm.push_back(static_cast<int>(i));
+    perm.push_back(static_cast<int>(j));
+    Expr t = transpose(o.x, perm);
+    dims.push_back(n * n);
+    t = reshape(t, Shape(dims));
+    int last = static_cast<int>(dims.size()) - 1;
+    o.x = slice(t, last, 0, n * n, n + 1);
+    rest.push_back(o.labels[i]);
+    o.labels = rest;
+  }
+}
+
+// Sums out the labels of `o` that are not in `keep`.
+void sumOut(Operand& o, const std::vector<int>& keep) {
+  std::vector<int> axes, left;
+  for(size_t k = 0; k < o.labels.size(); ++k) {
+    if(std::find(keep.begin(), keep.end(), o.labels[k]) == keep.end()) axes.push_back(static_cast<int>(k));
+    else left.push_back(o.labels[k]);
+  }
+  if(axes.empty()) return;
+  o.x = sum(o.x, axes, false);
+  o.labels = left;
+}
+
+bool hasLabel(const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); }
+
+// a . b over their shared labels: shared labels in `keep` are batch dims,
+// the other shared ones are contracted; the result's labels are batch, then
+// a's own, then b's own. One batched matmul [B, Ma, C] . [B, C, Nb].
+Operand contract(const Operand& a, const Operand& b, const std::vector<int>& keep) {
+  std::vector<int> batch, red, aOwn, bOwn;
+  std::map<int, int64_t> size;
+  for(size_t k = 0; k < a.labels.size(); ++k) size[a.labels[k]] = a.x->shape()[static_cast<int>(k)];
+  for(size_t k = 0; k < b.labels.size(); ++k) size[b.labels[k]] = b.x->shape()[static_cast<int>(k)];
+  for(int l : a.labels) {
+    if(!hasLabel(b.labels, l)) aOwn.push_back(l);
+    else if(hasLabel(keep, l)) batch.push_back(l);
+    else red.push_back(l);
+  }
+  for(int l : b.labels)
+    if(!hasLabel(a.labels, l)) bOwn.push_back(l);
+  auto prodOf = [&](const std::vector<int>& ls) {
+    int64_t p = 1;
+    for(int l : ls) p *= size[l];
+    return p;
+  };
+  int64_t nb = prodOf(batch), m = prodOf(aOwn), kk = prodOf(red), n = prodOf(bOwn);
+  std::vector<int> aOrder = batch, bOrder = batch;
+  aOrder.insert(aOrder.end(), aOwn.begin(), aOwn.end());
+  aOrder.insert(aOrder.end(), red.begin(), red.end());
+  bOrder.insert(bOrder.end(), red.begin(), red.end());
+  bOrder.insert(bOrder.end(), bOwn.begin(), bOwn.end());
+  Expr x = reshape(permuteLabels(a.x, a.labels, aOrder), Shape{nb, m, kk});
+  Expr y = reshape(permuteLabels(b.x, b.labels, bOrder), Shape{nb, kk, n});
+  Operand r;
+  r.labels = batch;
+  r.labels.insert(r.labels.end(), aOwn.begin(), aOwn.end());
+  r.labels.insert(r.labels.end(), bOwn.begin(), bOwn.end());
+  Shape::Dims dims;
+  for(int l : r.labels) dims.push_back(size[l]);
+  r.x = reshape(matmul(x, y), Shape(dims));
+  return r;
+}
+
+}  // namespace
+
+Expr einsum(const std::string& equation, const std::vector<Expr>& operands) {
+  std::string eq;
+  for(char ch : equation)
+    if(!std::isspace(static_cast<unsigned char>(ch))) eq += ch;
+  ONYX_CHECK(!operands.empty(), "einsum '", equation, "' needs at least one operand");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for(size_t p = 0;;) {
+    size_t q = lhs.find(',', p);
+    terms.push_back(lhs.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if(q == std::string::npos) break;
+    p = q + 1;
+  }
+  ONYX_CHECK(terms.size() == operands.size(), "einsum '", equation, "' has ", terms.size(), " input terms but ",
+             operands.size(), " operands were given");
+  // The widest ellipsis sets how many dims "..." stands for in the output.
+  int ellRank = 0;
+  std::vector<int> counts(256, 0);
+  for(size_t i = 0; i < terms.size(); ++i) {
+    int rank = operands[i]->shape().rank();
+    int letters = 0;
+    for(char ch : terms[i])
+      if(ch != '.') ++letters;
+    if(terms[i].find("...") != std::string::npos) ellRank = std::max(ellRank, rank - letters);
+    for(char ch : terms[i])
+      if(ch != '.') ++counts[static_cast<unsigned char>(ch)];
+  }
+  std::vector<Operand> ops;
+  for(size_t i = 0; i < terms.size(); ++i) {
+    EinsumTerm t = parseTerm(terms[i], operands[i]->shape().rank(), ellRank, equation);
+    ops.push_back({operands[i], t.labels});
+  }
+  std::vector<int> out;
+  if(arrow != std::string::npos) {
+    out = parseTerm(eq.substr(arrow + 2), -1, ellRank, equation).labels;
+  } else {
+    // Implicit output: the ellipsis dims, then the labels used once, sorted.
+    for(int k = 0; k < ellRank; ++k) out.push_back(kEllipsisLabel + k);
+    for(int ch = 0; ch < 256; ++ch)
+      if(counts[ch] == 1) out.push_back(ch);
+  }
+  for(size_t i = 0; i < out.size(); ++i) {
+    ONYX_CHECK(std::count(out.begin(), out.end(), out[i]) == 1, "einsum '", equation, "': output label repeated");
+    bool somewhere = false;
+    for(auto& o : ops) somewhere = somewhere || hasLabel(o.labels, out[i]);
+    ONYX_CHECK(somewhere, "einsum '", equation, "': output label not among the inputs");
+  }
+  // Diagonals, then size-1 dims broadcast against the other operands.
+  std::map<int, int64_t> size;
+  for(auto& o : ops) {
+    takeDiagonals(o, equation);
+    for(size_t k = 0; k < o.labels.size(); ++k) {
+      int64_t d = o.x->shape()[static_cast<int>(k)];
+      auto it = size.find(o.labels[k]);
+      if(it == size.end() || it->second == 1) size[o.labels[k]] = d;
+      else
+        ONYX_CHECK(d == 1 || d == it->second, "einsum '", equation, "': a label has sizes ", d, " and ", it->second);
+    }
+  }
+  for(auto& o : ops) {
+    Shape::Dims dims;
+    for(int l : o.labels) dims.push_back(size[l]);
+    if(Shape(dims) != o.x->shape()) o.x = expand(o.x, Shape(dims));
+  }
+  // Labels needed after operand i: the output's and those of later operands.
+  auto neededAfter = [&](size_t i) {
+    std::vector<int> keep = out;
+    for(size_t j = i + 1; j < ops.size(); ++j) keep.insert(keep.end(), ops[j].labels.begin(), ops[j].labels.end());
+    return keep;
+  };
+  // Labels of one operand only (and not in the output) are summed first.
+  for(size_t i = 0; i < ops.size(); ++i) {
+    std::vector<int> keep = out;
+    for(size_t j = 0; j < ops.size(); ++j)
+      if(j != i) keep.insert(keep.end(), ops[j].labels.begin(), ops[j].labels.end());
+    sumOut(ops[i], keep);
+  }
+  Operand acc = ops[0];
+  for(size_t i = 1; i < ops.size(); ++i) {
+    std::vector<int> keep = neededAfter(i);
+    // Labels of acc that neither ops[i] nor anything later needs.
+    std::vector<int> accKeep = keep;
+    accKeep.insert(accKeep.end(), ops[i].labels.begin(), ops[i].labels.end());
+    sumOut(acc, accKeep);
+    acc = contract(acc, ops[i], keep);
+  }
+  sumOut(acc, out);
+  return permuteLabels(acc.x, acc.labels, out);
+}
+
+namespace {
+
+// ONNX MatMulInteger: (A - a_zero_point) . (B - b_zero_point) in int32. A
+// 1-D a_zero_point is per row of A ([M] -> [M, 1]); b's per column ([N])
+// broadcasts as it is.
+void importMatMulInteger(OnnxImportCtx& c) {
+  Expr a = cast(c.input(0), Type::int32), b = cast(c.input(1), Type::int32);
+  if(c.numInputs() > 2 && c.hasInput(2)) {
+    Expr zp = cast(c.input(2), Type::int32);
+    if(zp->shape().rank() == 1 && a->shape().rank() >= 2) zp = reshape(zp, Shape{zp->shape()[0], 1});
+    a = a - zp;
+  }
+  if(c.numInputs() > 3 && c.hasInput(3)) b = b - cast(c.input(3), Type::int32);
+  c.setOutput(0, matmul(a, b));
+}
+
+}  // namespace
+
+ONYX_ONNX_IMPORT(kEinsumImport, "Einsum", 12).importer([](OnnxImportCtx& c) {
+  std::vector<Expr> xs;
+  for(size_t i = 0; i < c.numInputs(); ++i) xs.push_back(c.input(i));
+  std::string eq = c.attrString("equation");
+  try {
+    c.setOutput(0, einsum(eq, xs));
+  } catch(const Error& e) {
+    c.fail(e.what());
+  }
+});
+
+ONYX_ONNX_IMPORT(kMatMulIntegerImport, "MatMulInteger", 10).importer(importMatMulInteger);
 
 }  // namespace onyx

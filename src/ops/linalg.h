@@ -1,5 +1,6 @@
 // Expression operators of src/ops/linalg.cpp.
 #pragma once
+#include <string>
 #include <vector>
 
 #include <onyx/graph/node.h>
@@ -17,5 +18,18 @@ Expr matmul(Expr a, Expr b);
 // y = scale * op(x) . op(W) + b, W 2-D [K, N] (after op), b broadcast to the
 // result's shape [.., N] (ONNX Gemm for 2-D x).
 Expr affine(Expr x, Expr W, Expr b, bool transA = false, bool transB = false, float scale = 1.f);
+
+// Determinant and inverse of each square matrix in the last two dims
+// ([.., M, M] -> [..] and [.., M, M]). Gradients need invertible matrices
+// (d det / dx = det * x^-T; a singular x gives inf/NaN there).
+Expr det(Expr x);
+Expr inverse(Expr x);
+
+// numpy/ONNX einsum: "ij,jk->ik", implicit output ("ij,jk": the ellipsis
+// dims, then the labels used once, sorted), "..." for leading dims (size-1
+// dims broadcast), a label repeated in one term takes the diagonal ("ii->i",
+// "ii" is the trace). Built from transpose/reshape/slice/sum and one batched
+// matmul per extra operand, so gradients come with it.
+Expr einsum(const std::string& equation, const std::vector<Expr>& operands);
 
 }  // namespace onyx

@@ -1,13 +1,16 @@
 // Reductions over any set of axes, with keepdims.
 //
 // ONNX: the Reduce* ops take `axes` as an attribute up to opset 12 (ReduceSum)
-// or 17 (the others) and as an input from then on; each op records one
-// mapping from opset 1 and the converters translate between the two forms.
+// or 17 (the others) and as an input (with noop_with_empty_axes) from then
+// on: each op has one mapping per form. ReduceL1, ReduceSumSquare and
+// ReduceLogSum are composites (sum of abs(x), of x*x, log of sum).
 #include <onyx/ops/reduce.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
+#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/shape.h>
@@ -34,7 +37,8 @@ Shape keptShape(const Shape& s, const std::vector<int>& axes) {
   return k;
 }
 
-void inferReduce(InferCtx& c) {
+// Output shape and type (x's) of a reduction.
+void inferReduceShape(InferCtx& c) {
   std::vector<int> axes;
   try {
     axes = reduceAxes(c.shapeOf(0), c.attrs.ints("axes"));
@@ -51,8 +55,18 @@ void inferReduce(InferCtx& c) {
     c.shape = Shape(d);
   }
   c.type = c.typeOf(0);
+}
+
+void inferReduce(InferCtx& c) {
+  inferReduceShape(c);
   c.check(isComputeType(c.type) && c.type != Type::boolean, "element type ", c.type,
           " is not numeric; cast x to a float or integer type");
+}
+
+// max/min also order bools (false < true).
+void inferReduceOrdered(InferCtx& c) {
+  inferReduceShape(c);
+  c.check(isComputeType(c.type), "element type ", c.type, " cannot be ordered; cast x to a float or integer type");
 }
 
 void inferReduceFloat(InferCtx& c) {
@@ -144,6 +158,38 @@ double finishLse(LogSumExpAcc a, int64_t) {
   return a.m + std::log(a.s);
 }
 
+// ---- ONNX import
+
+using ReduceBuild = std::function<Expr(Expr x, const std::vector<int>& axes, bool keepdims)>;
+using NoopBuild = std::function<Expr(Expr x)>;
+
+// One ONNX reduction. `full` builds it over `axes` (empty: all axes). With
+// axes as an input (ReduceSum 13+, the others 18+) an empty or absent axes
+// input and noop_with_empty_axes = 1 reduce nothing: the result is then
+// `none(x)`, the element-wise part of the reduction (abs for ReduceL1, x*x
+// for ReduceSumSquare; x itself for the plain ones), as the ONNX reference
+// computes it.
+OnnxImportFn reduceImport(bool axesInput, ReduceBuild full, NoopBuild none = nullptr) {
+  return [axesInput, full, none](OnnxImportCtx& c) {
+    Expr x = c.input(0);
+    bool keepdims = c.attrInt("keepdims", 1) != 0;
+    std::vector<int> axes;
+    bool noop = false;
+    if(axesInput) {
+      noop = c.attrInt("noop_with_empty_axes", 0) != 0;
+      if(c.numInputs() > 1 && c.hasInput(1))
+        for(int64_t a : c.ints(1)) axes.push_back(static_cast<int>(a));
+    } else {
+      for(int64_t a : c.attrInts("axes")) axes.push_back(static_cast<int>(a));
+    }
+    if(axes.empty() && noop) {
+      c.setOutput(0, none ? none(x) : x);
+      return;
+    }
+    c.setOutput(0, full(x, axes, keepdims));
+  };
+}
+
 }  // namespace
 
 // y = sum of x over `axes`
@@ -161,7 +207,10 @@ ONYX_OP(kSum, "sum")
       });
     })
     .backward([](GradCtx& g) { g.add(0, expandGrad(g)); })
-    .onnx("ReduceSum", 1);
+    .onnx("ReduceSum", 1, 12)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return sum(x, a, k); }))
+    .onnx("ReduceSum", 13)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return sum(x, a, k); }));
 
 Expr sum(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kSum, x, axes, keepdims); }
 Expr sum(Expr x, int axis) { return sum(x, std::vector<int>{axis}, true); }
@@ -169,23 +218,34 @@ Expr sum(Expr x) { return sum(x, std::vector<int>{}, false); }
 
 // y = sum of x over `axes` / number of elements reduced
 ONYX_OP(kMean, "mean")
-    .doc("y = mean of x over axes (all if empty)")
+    .doc("y = mean of x over axes (all if empty); integer means truncate toward 0")
     .inputs(1)
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
-    .infer(inferReduceFloat)
+    .infer(inferReduce)
     .cpu([](KernelCtx& c) {
-      dispatchFloat(c.out.type(), "mean", [&](auto tag) {
+      dispatchNumeric(c.out.type(), "mean", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        reduceKept<T, double>(c, 0.0, [](double a, double b) { return a + b; },
-                              [](double a, int64_t n) { return a / static_cast<double>(n); });
+        if constexpr(std::is_integral<T>::value) {
+          // Exact integer sum, then the quotient truncated toward 0 (numpy's
+          // mean with an integer dtype); an empty set gives 0.
+          using A = host::AccOf<T>;
+          reduceKept<T, A>(c, A(0), [](A a, A b) { return a + b; },
+                           [](A a, int64_t n) { return n == 0 ? A(0) : static_cast<A>(a / static_cast<A>(n)); });
+        } else {
+          reduceKept<T, double>(c, 0.0, [](double a, double b) { return a + b; },
+                                [](double a, int64_t n) { return a / static_cast<double>(n); });
+        }
       });
     })
     .backward([](GradCtx& g) {
       double n = static_cast<double>(g.x(0)->shape().elements()) / static_cast<double>(g.y()->shape().elements());
       g.add(0, expand(kept(g, g.dy) * (1.0 / n), g.x(0)->shape()));
     })
-    .onnx("ReduceMean", 1);
+    .onnx("ReduceMean", 1, 17)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return mean(x, a, k); }))
+    .onnx("ReduceMean", 18)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return mean(x, a, k); }));
 
 Expr mean(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMean, x, axes, keepdims); }
 Expr mean(Expr x, int axis) { return mean(x, std::vector<int>{axis}, true); }
@@ -193,21 +253,24 @@ Expr mean(Expr x) { return mean(x, std::vector<int>{}, false); }
 
 // y = max of x over `axes`
 ONYX_OP(kMax, "max")
-    .doc("y = max of x over axes (all if empty); NaN propagates")
+    .doc("y = max of x over axes (all if empty); NaN propagates; bool: any (empty: false)")
     .inputs(1)
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
-    .infer(inferReduce)
+    .infer(inferReduceOrdered)
     .cpu([](KernelCtx& c) {
-      dispatchNumeric(c.out.type(), "max", [&](auto tag) {
+      dispatchAll(c.out.type(), "max", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        using A = host::AccOf<T>;
+        using A = host::AccOf<T>;  // uint64 for bool: false 0, true 1
         reduceKept<T, A>(c, lowestOf<A>(), [](A a, A b) { return (b > a || isNan(b)) && !isNan(a) ? b : a; },
                          [](A a, int64_t) { return a; });
       });
     })
     .backward(extremumGrad)
-    .onnx("ReduceMax", 1);
+    .onnx("ReduceMax", 1, 17)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return max(x, a, k); }))
+    .onnx("ReduceMax", 18)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return max(x, a, k); }));
 
 Expr max(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMax, x, axes, keepdims); }
 Expr max(Expr x, int axis) { return max(x, std::vector<int>{axis}, true); }
@@ -215,21 +278,24 @@ Expr max(Expr x) { return max(x, std::vector<int>{}, false); }
 
 // y = min of x over `axes`
 ONYX_OP(kMin, "min")
-    .doc("y = min of x over axes (all if empty); NaN propagates")
+    .doc("y = min of x over axes (all if empty); NaN propagates; bool: all (empty: true)")
     .inputs(1)
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
-    .infer(inferReduce)
+    .infer(inferReduceOrdered)
     .cpu([](KernelCtx& c) {
-      dispatchNumeric(c.out.type(), "min", [&](auto tag) {
+      dispatchAll(c.out.type(), "min", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        using A = host::AccOf<T>;
+        using A = host::AccOf<T>;  // uint64 for bool: false 0, true 1
         reduceKept<T, A>(c, highestOf<A>(), [](A a, A b) { return (b < a || isNan(b)) && !isNan(a) ? b : a; },
                          [](A a, int64_t) { return a; });
       });
     })
     .backward(extremumGrad)
-    .onnx("ReduceMin", 1);
+    .onnx("ReduceMin", 1, 17)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return min(x, a, k); }))
+    .onnx("ReduceMin", 18)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return min(x, a, k); }));
 
 Expr min(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMin, x, axes, keepdims); }
 Expr min(Expr x, int axis) { return min(x, std::vector<int>{axis}, true); }
@@ -264,7 +330,10 @@ ONYX_OP(kProd, "prod")
       Expr others = (p / nonzero) * cast(eq(zerosElsewhere, 0.0), t);
       g.add(0, kept(g, g.dy) * others);
     })
-    .onnx("ReduceProd", 1);
+    .onnx("ReduceProd", 1, 17)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return prod(x, a, k); }))
+    .onnx("ReduceProd", 18)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return prod(x, a, k); }));
 
 Expr prod(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kProd, x, axes, keepdims); }
 Expr prod(Expr x, int axis) { return prod(x, std::vector<int>{axis}, true); }
@@ -285,7 +354,10 @@ ONYX_OP(kLogSumExp, "logsumexp")
     })
     // dy/dx = exp(x - y), the softmax of x over the axes.
     .backward([](GradCtx& g) { g.add(0, kept(g, g.dy) * exp(g.x(0) - kept(g, g.y()))); })
-    .onnx("ReduceLogSumExp", 1);
+    .onnx("ReduceLogSumExp", 1, 17)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return logsumexp(x, a, k); }))
+    .onnx("ReduceLogSumExp", 18)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return logsumexp(x, a, k); }));
 
 Expr logsumexp(Expr x, const std::vector<int>& axes, bool keepdims) {
   return makeReduce(kLogSumExp, x, axes, keepdims);
@@ -314,10 +386,33 @@ ONYX_OP(kL2Norm, "l2_norm")
       Expr safe = y + cast(eq(y, 0.0), y->value_type());
       g.add(0, kept(g, g.dy) * (g.x(0) / safe));
     })
-    .onnx("ReduceL2", 1);
+    .onnx("ReduceL2", 1, 17)
+    .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return l2_norm(x, a, k); }))
+    .onnx("ReduceL2", 18)
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return l2_norm(x, a, k); }, [](Expr x) { return abs(x); }));
 
 Expr l2_norm(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kL2Norm, x, axes, keepdims); }
 Expr l2_norm(Expr x, int axis) { return l2_norm(x, std::vector<int>{axis}, true); }
 Expr l2_norm(Expr x) { return l2_norm(x, std::vector<int>{}, false); }
+
+// ---- ONNX reductions without an op of their own
+
+namespace {
+Expr reduceL1(Expr x, const std::vector<int>& axes, bool keepdims) { return sum(abs(x), axes, keepdims); }
+Expr reduceSumSquare(Expr x, const std::vector<int>& axes, bool keepdims) { return sum(x * x, axes, keepdims); }
+Expr reduceLogSum(Expr x, const std::vector<int>& axes, bool keepdims) { return log(sum(x, axes, keepdims)); }
+Expr square(Expr x) { return x * x; }
+}  // namespace
+
+// sum(|x|)
+ONYX_ONNX_IMPORT(kReduceL1Attr, "ReduceL1", 1).until(17).importer(reduceImport(false, reduceL1));
+ONYX_ONNX_IMPORT(kReduceL1Input, "ReduceL1", 18).importer(reduceImport(true, reduceL1, [](Expr x) { return abs(x); }));
+// sum(x^2)
+ONYX_ONNX_IMPORT(kReduceSumSquareAttr, "ReduceSumSquare", 1).until(17).importer(reduceImport(false, reduceSumSquare));
+ONYX_ONNX_IMPORT(kReduceSumSquareInput, "ReduceSumSquare", 18).importer(reduceImport(true, reduceSumSquare, square));
+// log(sum(x))
+ONYX_ONNX_IMPORT(kReduceLogSumAttr, "ReduceLogSum", 1).until(17).importer(reduceImport(false, reduceLogSum));
+ONYX_ONNX_IMPORT(kReduceLogSumInput, "ReduceLogSum", 18)
+    .importer(reduceImport(true, reduceLogSum, [](Expr x) { return log(x); }));
 
 }  // namespace onyx

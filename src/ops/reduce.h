@@ -14,13 +14,13 @@ Expr sum(Expr x, const std::vector<int>& axes, bool keepdims = true);
 Expr sum(Expr x, int axis);
 Expr sum(Expr x);
 
-// Float types only.
+// Integer types truncate the quotient toward 0 (numpy's mean with an integer dtype).
 Expr mean(Expr x, const std::vector<int>& axes, bool keepdims = true);
 Expr mean(Expr x, int axis);
 Expr mean(Expr x);
 
 // NaN propagates. The gradient goes to the positions equal to the result;
-// tied positions share it equally.
+// tied positions share it equally. Bools work too (max: any, min: all).
 Expr max(Expr x, const std::vector<int>& axes, bool keepdims = true);
 Expr max(Expr x, int axis);
 Expr max(Expr x);

@@ -211,6 +211,108 @@ ONYX_OP_CASE({"l2_norm", "zero_row", {values({2, 3}, {0.0, 0.0, 0.0, 0.5, -1.0, 
               [](Xs x) { return l2_norm(x[0], 1); },
               [](Rs x) { return refReduce(x[0], {1}, true, fL2); }});
 
+// ---- integer mean truncates toward 0 (numpy's mean with an integer dtype)
+ONYX_OP_CASE({"mean", "int64_truncates", {ints({3, 4}, -50, 50)},
+              [](Xs x) { return mean(x[0], {1}, false); },
+              [](Rs x) {
+                return refReduce(x[0], {1}, false, [](const std::vector<double>& v) { return std::trunc(fMean(v)); });
+              },
+              /*gradcheck=*/false});
+
+// ---- max/min of bools: any/all, and their identities over an empty set
+ONYX_OP_CASE({"max", "bool_any", {bools({4, 3})},
+              [](Xs x) { return max(x[0], {1}, false); },
+              [](Rs x) { return refReduce(x[0], {1}, false, fMax); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"min", "bool_all", {bools({3, 4})},
+              [](Xs x) { return min(x[0], {0}, true); },
+              [](Rs x) { return refReduce(x[0], {0}, true, fMin); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"max", "bool_empty_set", {bools({2, 0})},
+              [](Xs x) { return max(x[0], {1}, false); },
+              [](Rs) { return refOfShape({2}); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"min", "bool_empty_set", {bools({2, 0})},
+              [](Xs x) { return min(x[0], {1}, false); },
+              [](Rs) {
+                Ref y = refOfShape({2});
+                y[0] = y[1] = 1;
+                return y;
+              },
+              /*gradcheck=*/false});
+
+// ---- reductions over an empty set (a zero-size reduced dim): the identity
+// of each reduction (ONNX reduce_*_empty_set).
+ONYX_OP_CASE({"sum", "empty_set", {in({2, 0, 3})},
+              [](Xs x) { return sum(x[0], {1}, true); },
+              [](Rs) { return refOfShape({2, 1, 3}); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"prod", "empty_set", {in({2, 0, 3})},
+              [](Xs x) { return prod(x[0], {1}, false); },
+              [](Rs) {
+                Ref y = refOfShape({2, 3});
+                for(auto& v : y.v) v = 1;
+                return y;
+              },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"max", "empty_set", {in({0, 3})},
+              [](Xs x) { return max(x[0], {0}, true); },
+              [](Rs) {
+                Ref y = refOfShape({1, 3});
+                for(auto& v : y.v) v = -std::numeric_limits<double>::infinity();
+                return y;
+              },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"min", "empty_set", {in({0, 3})},
+              [](Xs x) { return min(x[0], {0}, true); },
+              [](Rs) {
+                Ref y = refOfShape({1, 3});
+                for(auto& v : y.v) v = std::numeric_limits<double>::infinity();
+                return y;
+              },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"logsumexp", "empty_set", {in({2, 0})},
+              [](Xs x) { return logsumexp(x[0], {1}, false); },
+              [](Rs) {
+                Ref y = refOfShape({2});
+                for(auto& v : y.v) v = -std::numeric_limits<double>::infinity();
+                return y;
+              },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"l2_norm", "empty_set", {in({2, 0})},
+              [](Xs x) { return l2_norm(x[0], {1}, false); },
+              [](Rs) { return refOfShape({2}); },
+              /*gradcheck=*/false});
+// A zero-size dim that is kept: an empty result.
+ONYX_OP_CASE({"sum", "empty_kept_dim", {in({0, 3})},
+              [](Xs x) { return sum(x[0], {1}, false); },
+              [](Rs) { return refOfShape({0}); },
+              /*gradcheck=*/false});
+
+// ---- the ONNX composites: ReduceL1 = sum(|x|), ReduceSumSquare = sum(x*x),
+// ReduceLogSum = log(sum(x)); gradients through abs/mul/log.
+ONYX_OP_CASE({"sum", "reduce_l1_composite", {in({3, 4, 2})},
+              [](Xs x) { return sum(abs(x[0]), {0, 2}, true); },
+              [](Rs x) {
+                return refReduce(x[0], {0, 2}, true, [](const std::vector<double>& v) {
+                  double s = 0;
+                  for(double a : v) s += std::fabs(a);
+                  return s;
+                });
+              }});
+ONYX_OP_CASE({"sum", "reduce_sum_square_composite", {in({3, 4})},
+              [](Xs x) { return sum(x[0] * x[0], {1}, false); },
+              [](Rs x) {
+                return refReduce(x[0], {1}, false, [](const std::vector<double>& v) {
+                  double s = 0;
+                  for(double a : v) s += a * a;
+                  return s;
+                });
+              }});
+ONYX_OP_CASE({"sum", "reduce_log_sum_composite", {in({3, 4}, 0.5, 2)},
+              [](Xs x) { return log(sum(x[0], {0}, true)); },
+              [](Rs x) { return refReduce(x[0], {0}, true, [](const std::vector<double>& v) { return std::log(fSum(v)); }); }});
+
 }  // namespace
 }  // namespace test
 }  // namespace onyx

@@ -1,0 +1,593 @@
+// Attention family: the cumprod op (with its exact gradient kernel) and the
+// composites of attention.h with their ONNX imports (Attention,
+// RotaryEmbedding, LinearAttention, CausalConvWithState, FlexAttention).
+// The composites only chain registry ops, so they run on every device and
+// differentiate like any expression.
+#include <onyx/ops/attention.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/conv.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/indexing.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/linalg.h>
+#include <onyx/ops/nn.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// x viewed as [outer, n, inner] around `axis`; line r (of outer * inner)
+// starts at (r / inner) * n * inner + r % inner and steps by inner.
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+  Lines(const Shape& s, int axis) {
+    for(int i = 0; i < s.rank(); ++i) {
+      int64_t d = s.dims()[static_cast<size_t>(i)];
+      if(i < axis) outer *= d;
+      else if(i == axis) n = d;
+      else inner *= d;
+    }
+  }
+  int64_t count() const { return outer * inner; }
+  int64_t start(int64_t r) const { return (r / inner) * n * inner + r % inner; }
+};
+
+// reshape with a braced list of dims
+Expr reshapeTo(Expr x, const std::vector<int64_t>& dims) { return reshape(x, dims); }
+
+int axisOf(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
+
+void inferCumAxis(InferCtx& c, const Shape& s) {
+  int r = std::max(1, s.rank());
+  int64_t axis = c.attrs.i("axis");
+  c.check(axis >= -r && axis < r, "axis ", axis, " is out of range for rank ", s.rank(), " (valid: ", -r, "..",
+          r - 1, ")");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- cumprod
+
+// With a_s the elements of a line in the order of the products (reversed for
+// reverse) and g_s the output gradient, dx_j = P_j * z_j where P_j = prod_{u<j} a_u
+// and z_j = sum_{s>=j} g_s prod_{j<u<=s} a_u (inclusive: z_j = g_j + a_{j+1} z_{j+1})
+// or z_j = sum_{s>j} g_s prod_{j<u<s} a_u (exclusive: z_j = g_{j+1} + a_{j+1} z_{j+1}).
+// No division, so zeros in x are exact.
+ONYX_OP(kCumProdGrad, "cumprod_grad")
+    .doc("dx = gradient of sum(cumprod(x, axis, exclusive, reverse) * dy) w.r.t. x (inputs x, dy)")
+    .inputs(2)
+    .attr("axis", int64_t(0))
+    .attr("exclusive", int64_t(0))
+    .attr("reverse", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      c.check(c.shapeOf(0) == c.shapeOf(1), "x and dy must have one shape");
+      Type t = c.commonType();
+      inferCumAxis(c, c.shapeOf(0));
+      c.shape = c.shapeOf(0);
+      c.type = t;
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const TensorBase& dy = *c.in[1];
+      int rank = x.shape().rank();
+      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
+      bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
+      dispatchFloat(x.type(), "cumprod_grad", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* xp = x.data<T>();
+        const T* gp = dy.data<T>();
+        T* op = c.out.data<T>();
+        host::parallelFor(ln.count(), x.size() * 2, [&](int64_t lo, int64_t hi) {
+          const int64_t n = ln.n;
+          std::vector<double> z(static_cast<size_t>(n));
+          for(int64_t r = lo; r < hi; ++r) {
+            const int64_t base = ln.start(r);
+            auto at = [&](int64_t s) { return base + (reverse ? n - 1 - s : s) * ln.inner; };
+            double next = 0;  // z_{j+1}
+            for(int64_t j = n - 1; j >= 0; --j) {
+              double zj;
+              if(j == n - 1) zj = exclusive ? 0.0 : double(host::load(gp, at(j)));
+              else if(exclusive) zj = double(host::load(gp, at(j + 1))) + double(host::load(xp, at(j + 1))) * next;
+              else zj = double(host::load(gp, at(j))) + double(host::load(xp, at(j + 1))) * next;
+              z[static_cast<size_t>(j)] = zj;
+              next = zj;
+            }
+            double p = 1;
+            for(int64_t j = 0; j < n; ++j) {
+              host::store(op, at(j), p * z[static_cast<size_t>(j)]);
+              p *= double(host::load(xp, at(j)));
+            }
+          }
+        });
+      });
+    })
+    .notDifferentiable("the gradient of cumprod; second derivatives of cumprod are not supported")
+    .noOnnx("internal: the backward of cumprod");
+
+// y[.., i, ..] = prod_{j <= i} x[.., j, ..] (variants: exclusive, reverse)
+ONYX_OP(kCumProd, "cumprod")
+    .doc("y[.., i, ..] = product of x[.., j, ..] for j <= i along axis (j < i if exclusive; j >= i / j > i if "
+         "reverse)")
+    .inputs(1)
+    .attr("axis", int64_t(0))
+    .attr("exclusive", int64_t(0))
+    .attr("reverse", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
+              " is not numeric; cast x to a float or integer type");
+      inferCumAxis(c, c.shapeOf(0));
+      c.shape = c.shapeOf(0);
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      int rank = x.shape().rank();
+      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
+      bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
+      dispatchNumeric(x.type(), "cumprod", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = host::AccOf<T>;
+        const T* xp = x.data<T>();
+        T* yp = c.out.data<T>();
+        host::parallelFor(ln.count(), x.size(), [&](int64_t lo, int64_t hi) {
+          for(int64_t r = lo; r < hi; ++r) {
+            const int64_t base = ln.start(r);
+            A acc = A(1);
+            for(int64_t s = 0; s < ln.n; ++s) {
+              const int64_t o = base + (reverse ? ln.n - 1 - s : s) * ln.inner;
+              A v = static_cast<A>(host::load(xp, o));
+              if(exclusive) {
+                host::store(yp, o, acc);
+                acc *= v;
+              } else {
+                acc *= v;
+                host::store(yp, o, acc);
+              }
+            }
+          }
+        });
+      });
+    })
+    .backward([](GradCtx& g) {
+      g.add(0, g.graph.make(kCumProdGrad, {g.x(0), g.dy},
+                            {{"axis", g.attrs.i("axis")},
+                             {"exclusive", g.attrs.i("exclusive")},
+                             {"reverse", g.attrs.i("reverse")}}));
+    })
+    .onnx("CumProd", 26)
+    .importer([](OnnxImportCtx& c) {
+      std::vector<int64_t> axis = c.ints(1);
+      c.check(axis.size() == 1, "axis (input 1) must hold one value, got ", axis.size());
+      Expr x = c.input(0);
+      int r = std::max(1, x->shape().rank());
+      c.check(axis[0] >= -r && axis[0] < r, "axis ", axis[0], " is out of range for rank ", x->shape().rank());
+      c.setOutput(0, cumprod(x, static_cast<int>(axis[0]), c.attrInt("exclusive", 0) != 0,
+                             c.attrInt("reverse", 0) != 0));
+    });
+
+Expr cumprod(Expr x, int axis, bool exclusive, bool reverse) {
+  return x->graph()->make(kCumProd, {x},
+                          {{"axis", attr(axis)}, {"exclusive", attr(exclusive)}, {"reverse", attr(reverse)}});
+}
+
+// ---------------------------------------------------------------- attention
+
+AttentionResult attention_full(Expr q, Expr k, Expr v, Expr mask, const AttentionOptions& o) {
+  ExpressionGraph* g = q->graph();
+  const Shape &qs = q->shape(), &ks = k->shape(), &vs = v->shape();
+  ONYX_CHECK(qs.rank() == 4 && ks.rank() == 4 && vs.rank() == 4,
+             "attention: q, k and v must be 4-D [batch, heads, sequence, head_size], got ", qs, ", ", ks, " and ", vs);
+  const int64_t B = qs[0], Hq = qs[1], L = qs[2], E = qs[3];
+  const int64_t Hkv = ks[1], S = ks[2], Ev = vs[3];
+  ONYX_CHECK(ks[0] == B && vs[0] == B, "attention: batch sizes differ: q ", qs, ", k ", ks, ", v ", vs);
+  ONYX_CHECK(ks[3] == E, "attention: q and k head sizes differ: q ", qs, ", k ", ks);
+  ONYX_CHECK(vs[1] == Hkv && vs[2] == S, "attention: k ", ks, " and v ", vs, " differ in heads or sequence length");
+  ONYX_CHECK(Hkv > 0 && Hq % Hkv == 0, "attention: query heads (", Hq, ") must be a multiple of key/value heads (",
+             Hkv, ")");
+  const Type t = q->value_type();
+  ONYX_CHECK(isFloat(t) && k->value_type() == t && v->value_type() == t,
+             "attention: q, k and v must share one float type, got ", q->value_type(), ", ", k->value_type(), ", ",
+             v->value_type());
+  const int64_t rep = Hq / Hkv;
+  const double scale = o.scale != 0 ? o.scale : 1.0 / std::sqrt(double(E));
+
+  AttentionResult r;
+  // Grouped heads: the rep query heads of one key/value head are stacked
+  // along the sequence, so k and v are never copied per query head.
+  Expr s = dot(rep == 1 ? q : reshapeTo(q, {B, Hkv, rep * L, E}), k, false, true, static_cast<float>(scale));
+  if(rep > 1) s = reshapeTo(s, {B, Hq, L, S});
+  r.scores = s;
+  if(o.softcap > 0) s = tanh(s / o.softcap) * o.softcap;
+  r.capped = s;
+
+  // Additive bias: 0 where attended, -inf where masked (float masks add).
+  Expr bias;
+  bool mayMaskRows = false;  // whether some query row may have every key masked
+  if(mask) {
+    const Shape& ms = mask->shape();
+    ONYX_CHECK(ms.rank() >= 1 && ms.rank() <= 4 && ms[-1] <= S, "attention: mask of shape ", ms,
+               " does not broadcast to [", B, ", ", Hq, ", ", L, ", ", S, "]");
+    Expr mb = mask->value_type() == Type::boolean ? where(mask, g->scalar(0, t), kNegInf) : cast(mask, t);
+    if(ms[-1] < S) {
+      std::vector<int64_t> pads(static_cast<size_t>(2 * ms.rank()), 0);
+      pads.back() = S - ms[-1];
+      mb = pad(mb, pads, "constant", kNegInf);
+    }
+    bias = mb;
+    mayMaskRows = true;
+  }
+  const bool windowed = o.leftWindow >= 0 || o.rightWindow >= 0;
+  if(o.causal || windowed) {
+    auto allowed = [&](int64_t d) {  // d = query position - key position
+      return (!o.causal || d >= 0) && (o.leftWindow < 0 || d <= o.leftWindow) &&
+             (o.rightWindow < 0 || -d <= o.rightWindow);
+    };
+    Expr cb;
+    if(!o.kvLengths) {
+      std::vector<double> b(static_cast<size_t>(L * S));
+      for(int64_t i = 0; i < L; ++i) {
+        bool any = false;
+        for(int64_t j = 0; j < S; ++j) {
+          bool a = allowed(i + o.offset - j);
+          any = any || a;
+          b[static_cast<size_t>(i * S + j)] = a ? 0.0 : kNegInf;
+        }
+        mayMaskRows = mayMaskRows || !any;
+      }
+      cb = g->constant(Shape{L, S}, inits::fromVector(b), t);
+    } else {
+      // Per batch entry: d = i - j + kvLengths[b] - L.
+      std::vector<int64_t> dv(static_cast<size_t>(L * S));
+      for(int64_t i = 0; i < L; ++i)
+        for(int64_t j = 0; j < S; ++j) dv[static_cast<size_t>(i * S + j)] = i - j - L;
+      Expr d = g->constant(Shape{L, S}, inits::fromVector(dv), Type::int64) +
+               reshapeTo(cast(o.kvLengths, Type::int64), {B, 1, 1, 1});
+      Expr ok;
+      auto both = [&](Expr c) { ok = ok ? logical_and(ok, c) : c; };
+      if(o.causal) both(ge(d, 0.0));
+      if(o.leftWindow >= 0) both(le(d, double(o.leftWindow)));
+      if(o.rightWindow >= 0) both(ge(d, double(-o.rightWindow)));
+      cb = where(ok, g->scalar(0, t), kNegInf);
+      mayMaskRows = true;
+    }
+    bias = bias ? bias + cb : cb;
+  }
+  if(o.kvLengths) {
+    ONYX_CHECK(o.kvLengths->shape().elements() == B, "attention: kvLengths must hold one length per batch entry (",
+               B, "), got shape ", o.kvLengths->shape());
+    std::vector<int64_t> jv(static_cast<size_t>(S));
+    for(int64_t j = 0; j < S; ++j) jv[static_cast<size_t>(j)] = j;
+    Expr valid = lt(g->constant(Shape{S}, inits::fromVector(jv), Type::int64),
+                    reshapeTo(cast(o.kvLengths, Type::int64), {B, 1, 1, 1}));
+    Expr pb = where(valid, g->scalar(0, t), kNegInf);
+    bias = bias ? bias + pb : pb;
+    mayMaskRows = true;
+  }
+
+  Expr biased = bias ? s + bias : s;
+  r.biased = biased;
+  // Rows whose bias is -inf everywhere attend nothing: they get a finite
+  // softmax input (so no NaN reaches values or gradients) and zero weights.
+  Expr rowMasked;
+  if(bias && mayMaskRows) {
+    rowMasked = is_inf(max(bias, -1), true, false);
+    biased = where(rowMasked, g->scalar(0, t), biased);
+  }
+  Type st = o.softmaxType == Type::undefined ? t : o.softmaxType;
+  ONYX_CHECK(isFloat(st), "attention: the softmax type must be a float type, got ", st);
+  Expr p = cast(softmax(cast(biased, st), -1), t);
+  if(rowMasked) p = where(rowMasked, g->scalar(0, t), p);
+  r.probs = p;
+  Expr y = matmul(rep == 1 ? p : reshapeTo(p, {B, Hkv, rep * L, S}), v);
+  r.y = rep == 1 ? y : reshapeTo(y, {B, Hq, L, Ev});
+  return r;
+}
+
+namespace {
+
+// [B, L, H * d] -> [B, H, L, d]
+Expr splitHeads(OnnxImportCtx& c, Expr x, int64_t heads, const char* what) {
+  const Shape& s = x->shape();
+  c.check(heads > 0 && s[2] % heads == 0, what, " of shape ", s, ": the last dim is not a multiple of ", heads,
+          " heads");
+  return transpose(reshapeTo(x, {s[0], s[1], heads, s[2] / heads}), {0, 2, 1, 3});
+}
+
+}  // namespace
+
+// Attention (opsets 23-24; 25 adds sliding windows). 3-D inputs
+// [B, L, heads * size] are split into heads; a past cache is concatenated in
+// front of k and v (present_key/value) and shifts the causal frontier.
+ONYX_ONNX_IMPORT(kOnnxAttention, "Attention", 23).importer([](OnnxImportCtx& c) {
+  Expr q = c.input(0), k = c.input(1), v = c.input(2);
+  const int rank = q->shape().rank();
+  c.check((rank == 3 || rank == 4) && k->shape().rank() == rank && v->shape().rank() == rank,
+          "Q, K and V must all be 3-D or all 4-D, got ", q->shape(), ", ", k->shape(), " and ", v->shape());
+  const int64_t qHeads = c.attrInt("q_num_heads", 0), kvHeads = c.attrInt("kv_num_heads", 0);
+  if(rank == 3) {
+    c.check(qHeads > 0 && kvHeads > 0, "3-D inputs need the q_num_heads and kv_num_heads attributes");
+    q = splitHeads(c, q, qHeads, "Q");
+    k = splitHeads(c, k, kvHeads, "K");
+    v = splitHeads(c, v, kvHeads, "V");
+  }
+  AttentionOptions o;
+  Expr mask = c.hasInput(3) ? c.input(3) : nullptr;
+  const bool hasPastK = c.hasInput(4), hasPastV = c.hasInput(5);
+  c.check(hasPastK == hasPastV, "past_key and past_value must be given together");
+  if(hasPastK) {
+    Expr pk = c.input(4), pv = c.input(5);
+    c.check(pk->shape().rank() == 4 && pv->shape().rank() == 4, "past_key and past_value must be 4-D, got ",
+            pk->shape(), " and ", pv->shape());
+    o.offset = pk->shape()[2];
+    k = concat({pk, k}, 2);
+    v = concat({pv, v}, 2);
+  }
+  if(c.hasInput(6)) {
+    c.check(!hasPastK, "nonpad_kv_seqlen cannot be combined with past_key/past_value");
+    o.kvLengths = c.input(6);
+  }
+  o.scale = c.attrFloat("scale", 0.0);
+  o.softcap = c.attrFloat("softcap", 0.0);
+  o.causal = c.attrInt("is_causal", 0) != 0;
+  o.leftWindow = c.attrInt("left_window_size", -1);
+  o.rightWindow = c.attrInt("right_window_size", -1);
+  c.check(o.leftWindow >= -1 && o.rightWindow >= -1, "window sizes must be -1 or >= 0");
+  if(c.hasAttr("softmax_precision")) {
+    o.softmaxType = static_cast<Type>(c.attrInt("softmax_precision"));
+    c.check(isFloat(o.softmaxType), "softmax_precision must be a float type, got ", o.softmaxType);
+  }
+  const int64_t mode = c.attrInt("qk_matmul_output_mode", 0);
+  c.check(mode >= 0 && mode <= 3, "qk_matmul_output_mode must be 0..3, got ", mode);
+  AttentionResult r = attention_full(q, k, v, mask, o);
+  Expr y = r.y;
+  if(rank == 3) {
+    const Shape& ys = y->shape();  // [B, Hq, L, Ev]
+    y = reshapeTo(transpose(y, {0, 2, 1, 3}), {ys[0], ys[2], ys[1] * ys[3]});
+  }
+  c.setOutput(0, y);
+  if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, k);
+  if(c.numOutputs() > 2 && c.wantsOutput(2)) c.setOutput(2, v);
+  if(c.numOutputs() > 3 && c.wantsOutput(3)) {
+    Expr qk[] = {r.scores, r.capped, r.biased, r.probs};
+    c.setOutput(3, qk[mode]);
+  }
+});
+
+// FlexAttention (ai.onnx.preview 1): attention on 4-D inputs whose scores and
+// probabilities may be rewritten by the score_mod / prob_mod subgraphs. The
+// softmax runs in softmax_precision (default float32, float64 for float64).
+ONYX_ONNX_IMPORT(kOnnxFlexAttention, "FlexAttention", 1).domain("ai.onnx.preview").importer([](OnnxImportCtx& c) {
+  Expr q = c.input(0), k = c.input(1), v = c.input(2);
+  const Shape &qs = q->shape(), &ks = k->shape(), &vs = v->shape();
+  c.check(qs.rank() == 4 && ks.rank() == 4 && vs.rank() == 4, "Q, K and V must be 4-D, got ", qs, ", ", ks, " and ",
+          vs);
+  c.check(ks[3] == qs[3] && vs[1] == ks[1] && vs[2] == ks[2], "K ", ks, " and V ", vs, " do not fit Q ", qs);
+  c.check(ks[1] > 0 && qs[1] % ks[1] == 0, "query heads (", qs[1], ") must be a multiple of key/value heads (", ks[1],
+          ")");
+  const Type t = q->value_type();
+  double scale = c.attrFloat("scale", 0.0);
+  if(scale == 0) scale = 1.0 / std::sqrt(double(qs[3]));
+  Type st = t == Type::float64 ? Type::float64 : Type::float32;
+  if(c.hasAttr("softmax_precision")) st = static_cast<Type>(c.attrInt("softmax_precision"));
+  c.check(isFloat(st), "softmax_precision must be a float type, got ", st);
+  const int64_t rep = qs[1] / ks[1];
+  if(rep > 1) {  // each key/value head serves rep consecutive query heads
+    auto repeatHeads = [&](Expr x) {
+      const Shape& s = x->shape();
+      return reshapeTo(expand(unsqueeze(x, {2}), Shape{s[0], s[1], rep, s[2], s[3]}), {s[0], s[1] * rep, s[2], s[3]});
+    };
+    k = repeatHeads(k);
+    v = repeatHeads(v);
+  }
+  Expr scores = cast(dot(q, k, false, true, static_cast<float>(scale)), st);
+  auto modify = [&](const char* name, Expr x) {
+    if(!c.hasAttr(name)) return x;
+    c.check(c.subgraphNumInputs(name) == 1 && c.subgraphNumOutputs(name) == 1, name,
+            " must have one input and one output");
+    std::vector<OnnxValue> out = c.subgraph(name, {OnnxValue::of(x)});
+    c.check(out.size() == 1 && out[0].kind == OnnxValue::Kind::Tensor, name, " must return one tensor");
+    Expr y = out[0].tensor;
+    c.check(y->shape() == x->shape(), name, " changed the shape ", x->shape(), " to ", y->shape());
+    return cast(y, st);
+  };
+  scores = modify("score_mod", scores);
+  Expr probs = modify("prob_mod", softmax(scores, -1));
+  c.setOutput(0, cast(matmul(probs, cast(v, st)), t));
+});
+
+// ---------------------------------------------------------------- rotary embedding
+
+Expr rotary_embedding(Expr x, Expr cosC, Expr sinC, Expr positionIds, bool interleaved, int64_t rotaryDim,
+                      int64_t numHeads) {
+  const Shape& xs = x->shape();
+  const int rank = xs.rank();
+  ONYX_CHECK(rank == 3 || rank == 4, "rotary_embedding: x must be [B, H, S, D] or [B, S, H * D], got ", xs);
+  Expr h = x;  // [B, H, S, D], or [B, S, H, D] for 3-D x
+  int64_t D;
+  if(rank == 4) {
+    D = xs[3];
+  } else {
+    ONYX_CHECK(numHeads > 0 && xs[2] % numHeads == 0, "rotary_embedding: a 3-D x ", xs,
+               " needs numHeads dividing its last dim, got ", numHeads);
+    D = xs[2] / numHeads;
+    h = reshapeTo(x, {xs[0], xs[1], numHeads, D});
+  }
+  const int64_t R = rotaryDim > 0 ? rotaryDim : D, half = R / 2;
+  ONYX_CHECK(R <= D && R % 2 == 0, "rotary_embedding: the rotary dim ", R, " must be even and at most the head size ",
+             D);
+  if(positionIds) {
+    cosC = gather(cosC, 0, positionIds);
+    sinC = gather(sinC, 0, positionIds);
+  }
+  ONYX_CHECK(cosC->shape().rank() == 3 && cosC->shape()[-1] == half && sinC->shape() == cosC->shape(),
+             "rotary_embedding: cos and sin must be [B, S, ", half, "] (after position ids), got ", cosC->shape(),
+             " and ", sinC->shape());
+  // [B, S, R/2] -> [B, 1, S, R/2] or [B, S, 1, R/2]
+  Expr cs = cast(unsqueeze(cosC, {rank == 4 ? 1 : 2}), x->value_type());
+  Expr sn = cast(unsqueeze(sinC, {rank == 4 ? 1 : 2}), x->value_type());
+  Expr xr = R == D ? h : slice(h, 3, 0, R);
+  Expr x1 = interleaved ? slice(xr, 3, 0, R, 2) : slice(xr, 3, 0, half);
+  Expr x2 = interleaved ? slice(xr, 3, 1, R, 2) : slice(xr, 3, half, R);
+  Expr re = cs * x1 - sn * x2, im = sn * x1 + cs * x2;
+  Expr out;
+  if(interleaved) {
+    Shape rs = xr->shape();
+    out = reshape(concat({unsqueeze(re, {4}), unsqueeze(im, {4})}, 4), rs);
+  } else {
+    out = concat({re, im}, 3);
+  }
+  if(R < D) out = concat({out, slice(h, 3, R, D)}, 3);
+  return rank == 4 ? out : reshape(out, xs);
+}
+
+ONYX_ONNX_IMPORT(kOnnxRotaryEmbedding, "RotaryEmbedding", 23).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  const int64_t heads = c.attrInt("num_heads", 0), dim = c.attrInt("rotary_embedding_dim", 0);
+  c.check(x->shape().rank() == 4 || heads > 0, "a 3-D input needs the num_heads attribute");
+  c.check(dim >= 0, "rotary_embedding_dim must be >= 0, got ", dim);
+  c.setOutput(0, rotary_embedding(x, c.input(1), c.input(2), c.hasInput(3) ? c.input(3) : nullptr,
+                                  c.attrInt("interleaved", 0) != 0, dim, heads));
+});
+
+// ---------------------------------------------------------------- linear attention
+
+LinearAttentionResult linear_attention(Expr q, Expr k, Expr v, Expr pastState, Expr decay, Expr beta,
+                                       int64_t qNumHeads, int64_t kvNumHeads, double scale,
+                                       const std::string& updateRule) {
+  const bool gated = updateRule == "gated" || updateRule == "gated_delta";
+  const bool delta = updateRule == "delta" || updateRule == "gated_delta";
+  ONYX_CHECK(gated || delta || updateRule == "linear", "linear_attention: unknown update rule '", updateRule,
+             "' (linear, gated, delta, gated_delta)");
+  ONYX_CHECK(gated == bool(decay), "linear_attention: update rule '", updateRule,
+             gated ? "' needs decay" : "' takes no decay");
+  ONYX_CHECK(delta == bool(beta), "linear_attention: update rule '", updateRule,
+             delta ? "' needs beta" : "' takes no beta");
+  ONYX_CHECK(qNumHeads > 0 && kvNumHeads > 0 && qNumHeads % kvNumHeads == 0, "linear_attention: query heads (",
+             qNumHeads, ") must be a positive multiple of key/value heads (", kvNumHeads, ")");
+  const Shape &qs = q->shape(), &ks = k->shape(), &vs = v->shape();
+  ONYX_CHECK(qs.rank() == 3 && ks.rank() == 3 && vs.rank() == 3,
+             "linear_attention: query, key and value must be [B, T, heads * size], got ", qs, ", ", ks, " and ", vs);
+  const int64_t B = qs[0], T = qs[1], Hkv = kvNumHeads, grp = qNumHeads / kvNumHeads;
+  ONYX_CHECK(qs[2] % qNumHeads == 0 && vs[2] % Hkv == 0, "linear_attention: feature dims ", qs[2], " and ", vs[2],
+             " are not multiples of the head counts");
+  const int64_t dk = qs[2] / qNumHeads, dv = vs[2] / Hkv;
+  ONYX_CHECK(ks[0] == B && vs[0] == B && ks[1] == T && vs[1] == T && ks[2] == Hkv * dk,
+             "linear_attention: key ", ks, " and value ", vs, " do not fit query ", qs);
+  const Type outType = q->value_type();
+  const Type ct = outType == Type::float64 ? Type::float64 : Type::float32;
+  const Type stateType = pastState ? pastState->value_type() : outType;
+  if(scale == 0) scale = 1.0 / std::sqrt(double(dk));
+
+  // Time-major views, computed in ct.
+  Expr q5 = reshapeTo(cast(q, ct), {B, T, Hkv, grp, dk});
+  Expr k4 = reshapeTo(cast(k, ct), {B, T, Hkv, dk});
+  Expr v4 = reshapeTo(cast(v, ct), {B, T, Hkv, dv});
+  Expr gate;  // exp(decay) as [B, T, Hkv, dk or 1, 1]
+  if(gated) {
+    const Shape& ds = decay->shape();
+    ONYX_CHECK(ds.rank() == 3 && ds[0] == B && ds[1] == T && (ds[2] == Hkv || ds[2] == Hkv * dk),
+               "linear_attention: decay must be [", B, ", ", T, ", ", Hkv, " or ", Hkv * dk, "], got ", ds);
+    gate = exp(reshapeTo(cast(decay, ct), {B, T, Hkv, ds[2] / Hkv, 1}));
+  }
+  Expr b5;  // beta as [B, T, Hkv or 1, 1, 1]
+  if(delta) {
+    const Shape& bs = beta->shape();
+    ONYX_CHECK(bs.rank() == 3 && bs[0] == B && bs[1] == T && (bs[2] == Hkv || bs[2] == 1),
+               "linear_attention: beta must be [", B, ", ", T, ", ", Hkv, " or 1], got ", bs);
+    b5 = reshapeTo(cast(beta, ct), {B, T, bs[2], 1, 1});
+  }
+  Expr state;
+  if(pastState) {
+    ONYX_CHECK((pastState->shape() == Shape{B, Hkv, dk, dv}), "linear_attention: past state must be [", B, ", ",
+               Hkv, ", ", dk, ", ", dv, "], got ", pastState->shape());
+    state = cast(pastState, ct);
+  } else {
+    state = q->graph()->zeros(Shape{B, Hkv, dk, dv}, ct);
+  }
+  auto step = [&](Expr x, int64_t t) {  // x[:, t] without the time dim
+    Shape s = x->shape();
+    std::vector<int64_t> d;
+    for(int i = 0; i < s.rank(); ++i)
+      if(i != 1) d.push_back(s[i]);
+    return reshape(slice(x, 1, t, t + 1), d);
+  };
+  std::vector<Expr> outs;
+  for(int64_t t = 0; t < T; ++t) {
+    Expr kt = step(k4, t);  // [B, Hkv, dk]
+    Expr vt = reshapeTo(step(v4, t), {B, Hkv, 1, dv});
+    if(gated) state = state * step(gate, t);
+    if(delta) {
+      Expr retrieved = matmul(reshapeTo(kt, {B, Hkv, 1, dk}), state);  // [B, Hkv, 1, dv]
+      vt = step(b5, t) * (vt - retrieved);
+    }
+    state = state + reshapeTo(kt, {B, Hkv, dk, 1}) * vt;
+    outs.push_back(reshapeTo(matmul(step(q5, t), state), {B, 1, qNumHeads * dv}));  // [B, Hkv, grp, dv]
+  }
+  Expr out = T == 1 ? outs[0] : concat(outs, 1);
+  return {cast(out * scale, outType), cast(state, stateType)};
+}
+
+ONYX_ONNX_IMPORT(kOnnxLinearAttention, "LinearAttention", 27).importer([](OnnxImportCtx& c) {
+  c.attrInt("chunk_size", 0);  // a tuning hint for chunked kernels; the result does not depend on it
+  const int64_t qh = c.attrInt("q_num_heads"), kvh = c.attrInt("kv_num_heads");
+  const std::string rule = c.attrString("update_rule", "gated_delta");
+  c.check(rule == "linear" || rule == "gated" || rule == "delta" || rule == "gated_delta", "unknown update_rule '",
+          rule, "'");
+  const bool gated = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  c.check(gated == c.hasInput(4), "update_rule '", rule, gated ? "' needs" : "' takes no", " decay (input 4)");
+  c.check(delta == c.hasInput(5), "update_rule '", rule, delta ? "' needs" : "' takes no", " beta (input 5)");
+  LinearAttentionResult r = linear_attention(
+      c.input(0), c.input(1), c.input(2), c.hasInput(3) ? c.input(3) : nullptr, gated ? c.input(4) : nullptr,
+      delta ? c.input(5) : nullptr, qh, kvh, c.attrFloat("scale", 0.0), rule);
+  c.setOutput(0, r.output);
+  if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, r.state);
+});
+
+// ---------------------------------------------------------------- causal conv with state
+
+CausalConvResult causal_conv_with_state(Expr x, Expr weight, Expr bias, Expr pastState,
+                                        const std::string& activation) {
+  const Shape &xs = x->shape(), &ws = weight->shape();
+  ONYX_CHECK(xs.rank() == 3, "causal_conv_with_state: x must be [B, C, L], got ", xs);
+  ONYX_CHECK(ws.rank() == 3 && ws[0] == xs[1] && ws[1] == 1 && ws[2] >= 1,
+             "causal_conv_with_state: weight must be [C, 1, K] with C = ", xs[1], ", got ", ws);
+  ONYX_CHECK(activation == "none" || activation == "silu" || activation == "swish",
+             "causal_conv_with_state: unknown activation '", activation, "' (none, silu, swish)");
+  const int64_t B = xs[0], C = xs[1], L = xs[2], K = ws[2];
+  Expr padded = x;
+  if(pastState) {
+    ONYX_CHECK((pastState->shape() == Shape{B, C, K - 1}), "causal_conv_with_state: past state must be [", B, ", ",
+               C, ", ", K - 1, "], got ", pastState->shape());
+    if(K > 1) padded = concat({pastState, x}, 2);
+  } else if(K > 1) {
+    padded = concat({x->graph()->zeros(Shape{B, C, K - 1}, x->value_type()), x}, 2);
+  }
+  ConvOptions co;
+  co.group = C;
+  Expr y = conv(padded, weight, bias, co);
+  if(activation != "none") y = swish(y);
+  Expr state = K > 1 ? slice(padded, 2, L, L + K - 1) : slice(x, 2, 0, 0);
+  return {y, state};
+}
+
+ONYX_ONNX_IMPORT(kOnnxCausalConvWithState, "CausalConvWithState", 27).importer([](OnnxImportCtx& c) {
+  const std::string act = c.attrString("activation", "none");
+  c.check(act == "none" || act == "silu" || act == "swish", "unknown activation '", act, "' (none, silu, swish)");
+  CausalConvResult r = causal_conv_with_state(c.input(0), c.input(1), c.hasInput(2) ? c.input(2) : nullptr,
+                                              c.hasInput(3) ? c.input(3) : nullptr, act);
+  c.setOutput(0, r.y);
+  if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, r.state);
+});
+
+}  // namespace onyx

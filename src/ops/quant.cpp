@@ -1,0 +1,236 @@
+// Linear quantization: quantize_linear (round, add the zero point, saturate)
+// is the one op with a kernel; DequantizeLinear, DynamicQuantizeLinear and
+// QLinearMatMul import as composites of it and the arithmetic ops.
+//
+// ONNX scale/zero-point layouts (per tensor, per axis, blocked) become
+// tensors that broadcast against x at import (alignQuantParam), so the op
+// itself only broadcasts. 8- and 16-bit integer types are supported; float8,
+// int4/uint4 and int2 targets are reported as unsupported at import.
+#include <onyx/ops/quant.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/linalg.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+
+namespace {
+
+bool isQuantType(Type t) {
+  return t == Type::int8 || t == Type::uint8 || t == Type::int16 || t == Type::uint16 || t == Type::int32 ||
+         t == Type::int64;
+}
+
+// Integer types a quantized value may have.
+template <class Fn>
+void dispatchQuant(Type t, const char* what, Fn&& fn) {
+  switch(t) {
+    case Type::int8: fn(TypeTag<int8_t>{}); return;
+    case Type::uint8: fn(TypeTag<uint8_t>{}); return;
+    case Type::int16: fn(TypeTag<int16_t>{}); return;
+    case Type::uint16: fn(TypeTag<uint16_t>{}); return;
+    case Type::int32: fn(TypeTag<int32_t>{}); return;
+    case Type::int64: fn(TypeTag<int64_t>{}); return;
+    default: unsupportedType(t, what, "int8, uint8, int16, uint16, int32, int64");
+  }
+}
+
+}  // namespace
+
+// ---- ONNX import
+
+namespace {
+
+// A scale or zero point of QuantizeLinear/DequantizeLinear reshaped to
+// broadcast against x (shape xs): one element is per tensor (also with a
+// block_size, as the ONNX reference reads it); a 1-D one
+// lies along `axis` ([1, .., C, .., 1]); with block_size > 0 it has x's rank
+// and each entry covers block_size consecutive elements along `axis`.
+Expr alignQuantParam(OnnxImportCtx& c, Expr p, const Shape& xs, int64_t axisAttr, int64_t block, const char* what) {
+  const Shape& ps = p->shape();
+  if(ps.elements() == 1) return ps.rank() == 0 ? p : reshape(p, Shape());
+  c.check(axisAttr >= -xs.rank() && axisAttr < xs.rank(), "axis ", axisAttr, " is out of range for x of shape ", xs);
+  int axis = static_cast<int>(axisAttr < 0 ? axisAttr + xs.rank() : axisAttr);
+  if(block <= 0) {
+    c.check(ps.rank() == 1 && ps[0] == xs[axis], what, " of shape ", ps, " must be a scalar or a 1-D tensor of ",
+            xs[axis], " entries (x's dim along axis ", axis, ")");
+    Shape::Dims d(static_cast<size_t>(xs.rank()), 1);
+    d[static_cast<size_t>(axis)] = ps[0];
+    return reshape(p, Shape(d));
+  }
+  c.check(ps.rank() == xs.rank(), what, " of shape ", ps, " must have x's rank (", xs.rank(), ") for blocked quantization");
+  for(int i = 0; i < xs.rank(); ++i) {
+    int64_t want = i == axis ? (xs[i] + block - 1) / block : xs[i];
+    c.check(ps[i] == want, what, " of shape ", ps, " does not fit x of shape ", xs, " with block_size ", block,
+            " along axis ", axis);
+  }
+  // [.., B, ..] -> [.., B, 1, ..] -> [.., B, block, ..] -> [.., B * block, ..], cut to x's dim.
+  Shape::Dims ins, rep, merged;
+  for(int i = 0; i < ps.rank(); ++i) {
+    ins.push_back(ps[i]);
+    rep.push_back(ps[i]);
+    merged.push_back(i == axis ? ps[i] * block : ps[i]);
+    if(i == axis) {
+      ins.push_back(1);
+      rep.push_back(block);
+    }
+  }
+  Expr e = reshape(expand(reshape(p, Shape(ins)), Shape(rep)), Shape(merged));
+  if(merged[static_cast<size_t>(axis)] != xs[axis]) e = slice(e, axis, 0, xs[axis]);
+  return e;
+}
+
+void checkQuantTarget(OnnxImportCtx& c, Type t, const char* what) {
+  c.check(isQuantType(t) && t != Type::int64, what, " has element type ", t,
+          "; supported: int8, uint8, int16, uint16, int32 (float8, int4 and int2 are not)");
+}
+
+// QuantizeLinear 10 (per tensor), 13 (axis), 19 (saturate, for float8), 21
+// (block_size, output_dtype), 23 (precision).
+void importQuantizeLinear(OnnxImportCtx& c) {
+  Expr x = c.input(0), scale = c.input(1);
+  int64_t axis = c.attrInt("axis", 1), block = c.attrInt("block_size", 0);
+  c.attrInt("saturate", 1);  // only float8 targets saturate optionally; integers always do
+  Type outType = static_cast<Type>(c.attrInt("output_dtype", 0));
+  Type precision = static_cast<Type>(c.attrInt("precision", 0));
+  bool hasZp = c.numInputs() > 2 && c.hasInput(2);
+  Type zt = hasZp ? c.input(2)->value_type() : (outType == Type::undefined ? Type::uint8 : outType);
+  c.check(!hasZp || outType == Type::undefined || outType == zt, "output_dtype ", outType,
+          " differs from the zero point's type ", zt);
+  checkQuantTarget(c, zt, "the quantized type");
+  // An integer x (int32) divides in float64, as numpy does; `precision`
+  // names the type of the division.
+  Type ft = precision != Type::undefined ? precision : isFloat(x->value_type()) ? x->value_type() : Type::float64;
+  c.check(isFloat(ft), "cannot quantize x of element type ", x->value_type());
+  x = cast(x, ft);
+  scale = cast(scale, ft);
+  Expr zp = hasZp ? c.input(2) : c.graph().scalar(0, zt);
+  const Shape& xs = x->shape();
+  c.setOutput(0, quantize_linear(x, alignQuantParam(c, scale, xs, axis, block, "y_scale"),
+                                 alignQuantParam(c, zp, xs, axis, block, "y_zero_point")));
+}
+
+}  // namespace
+
+// y = saturate(round_half_even(x / scale) + zero_point)
+ONYX_OP(kQuantizeLinear, "quantize_linear")
+    .doc("y = saturate(round(x / scale) + zero_point) in zero_point's integer type; round half to even; "
+         "scale and zero_point broadcast to x")
+    .inputs(3)
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      c.check(c.typeOf(1) == c.typeOf(0), "scale has element type ", c.typeOf(1), " but x has ", c.typeOf(0),
+              "; cast scale to x's type");
+      c.check(isQuantType(c.typeOf(2)), "zero_point has element type ", c.typeOf(2),
+              " but must be an integer type (int8, uint8, int16, uint16, int32, int64)");
+      const Shape& x = c.shapeOf(0);
+      for(size_t i = 1; i < 3; ++i) {
+        bool fits = Shape::broadcastable(c.shapeOf(i), x) && Shape::broadcast({x, c.shapeOf(i)}) == x;
+        c.check(fits, i == 1 ? "scale" : "zero_point", " of shape ", c.shapeOf(i), " does not broadcast to x's shape ",
+                x, "; a per-channel parameter needs 1s on the other axes (e.g. [C, 1, 1])");
+      }
+      c.shape = x;
+      c.type = c.typeOf(2);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.in[0]->type(), "quantize_linear", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = typename ComputeOf<T>::type;
+        dispatchQuant(c.out.type(), "quantize_linear", [&](auto qtag) {
+          using Q = typename decltype(qtag)::type;
+          // The quotient in x's compute type, as numpy divides float32 by
+          // float32; nearbyint rounds half to even in the default mode.
+          host::elementwise<Q, T, T, Q>(
+              [](auto, C x, C s, auto zp) {
+                double r = static_cast<double>(std::nearbyint(x / s));
+                return castFromDouble<Q>(r + static_cast<double>(zp));
+              },
+              c.out, *c.in[0], *c.in[1], *c.in[2]);
+        });
+      });
+    })
+    .notDifferentiable("integer output (its derivative is 0 almost everywhere)")
+    .onnx("QuantizeLinear", 10)
+    .importer(importQuantizeLinear);
+
+Expr quantize_linear(Expr x, Expr scale, Expr zeroPoint) {
+  return x->graph()->make(kQuantizeLinear, {x, scale, zeroPoint});
+}
+
+Expr dequantize_linear(Expr x, Expr scale, Expr zeroPoint) {
+  Type t = scale->value_type();
+  return (cast(x, t) - cast(zeroPoint, t)) * scale;
+}
+
+namespace {
+
+// DequantizeLinear 10, 13 (axis), 19, 21 (block_size), 23 (output_dtype):
+// y = (x - zero_point) * scale in scale's type.
+void importDequantizeLinear(OnnxImportCtx& c) {
+  Expr x = c.input(0), scale = c.input(1);
+  int64_t axis = c.attrInt("axis", 1), block = c.attrInt("block_size", 0);
+  Type outType = static_cast<Type>(c.attrInt("output_dtype", 0));
+  checkQuantTarget(c, x->value_type(), "x");
+  Type ft = outType != Type::undefined ? outType : scale->value_type();
+  c.check(isFloat(ft), "the output type ", ft, " is not a float type");
+  const Shape& xs = x->shape();
+  Expr y = cast(x, ft);
+  if(c.numInputs() > 2 && c.hasInput(2))
+    y = y - cast(alignQuantParam(c, c.input(2), xs, axis, block, "x_zero_point"), ft);
+  c.setOutput(0, y * cast(alignQuantParam(c, scale, xs, axis, block, "x_scale"), ft));
+}
+
+// DynamicQuantizeLinear 11 (uint8): the range [min(x, 0), max(x, 0)] maps to
+// [0, 255]; outputs y, y_scale, y_zero_point as the ONNX reference computes
+// them (float32 arithmetic, zero point rounded half to even).
+void importDynamicQuantizeLinear(OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(isFloat(x->value_type()), "x must be a float tensor, got ", x->value_type());
+  Expr hi = maximum(max(x), 0.0), lo = minimum(min(x), 0.0);
+  Expr range = where(eq(hi, lo), ops::scalarLike(hi, 1.0), hi - lo);
+  Expr scale = range / 255.0;
+  Expr one = ops::scalarLike(x, 1.0);
+  Expr zp = quantize_linear(0.0 - lo / scale, one, c.graph().scalar(0, Type::uint8));
+  c.setOutput(0, quantize_linear(x, scale, zp));
+  if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, scale);
+  if(c.numOutputs() > 2 && c.wantsOutput(2)) c.setOutput(2, zp);
+}
+
+// A scale or zero point of QLinearMatMul's a: 1-D means per row ([M] ->
+// [M, 1]); of b: per column ([N]) as it is.
+Expr rowParam(Expr p, bool isA) {
+  if(isA && p->shape().rank() == 1 && p->shape().elements() > 1) return reshape(p, Shape{p->shape()[0], 1});
+  return p;
+}
+
+// QLinearMatMul 10, 21: y = saturate(round((a - a_zp) . (b - b_zp) *
+// (a_scale * b_scale / y_scale)) + y_zp), the product exact in int32 and
+// the rescale in float64 as in the ONNX reference.
+void importQLinearMatMul(OnnxImportCtx& c) {
+  Expr a = c.input(0), aScale = c.input(1), aZp = c.input(2);
+  Expr b = c.input(3), bScale = c.input(4), bZp = c.input(5);
+  Expr yScale = c.input(6), yZp = c.input(7);
+  checkQuantTarget(c, a->value_type(), "a");
+  checkQuantTarget(c, b->value_type(), "b");
+  checkQuantTarget(c, yZp->value_type(), "y_zero_point");
+  Expr A = cast(a, Type::int32) - cast(rowParam(aZp, true), Type::int32);
+  Expr B = cast(b, Type::int32) - cast(rowParam(bZp, false), Type::int32);
+  Expr prod = matmul(A, B);
+  Expr factor = rowParam(aScale, true) * rowParam(bScale, false) / yScale;
+  Expr d = cast(prod, Type::float64) * cast(factor, Type::float64);
+  c.setOutput(0, quantize_linear(d, c.graph().scalar(1.0, Type::float64), yZp));
+}
+
+}  // namespace
+
+ONYX_ONNX_IMPORT(kDequantizeLinearImport, "DequantizeLinear", 10).importer(importDequantizeLinear);
+ONYX_ONNX_IMPORT(kDynamicQuantizeLinearImport, "DynamicQuantizeLinear", 11).importer(importDynamicQuantizeLinear);
+ONYX_ONNX_IMPORT(kQLinearMatMulImport, "QLinearMatMul", 10).importer(importQLinearMatMul);
+
+}  // namespace onyx

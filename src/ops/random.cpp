@@ -1,0 +1,247 @@
+// Random generators: uniform, normal and multinomial sampling ops, with the
+// ONNX imports of RandomUniform(Like), RandomNormal(Like), Bernoulli and
+// Multinomial. See random.h for the seeding rules.
+#include <onyx/ops/random.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/kernel_helpers.h>
+
+namespace onyx {
+
+namespace {
+
+// The node's generator: its own, seeded from the `seed` attribute's bits,
+// when `seeded` is set, else the graph's.
+struct NodeRng {
+  Rng own;
+  Rng* r;
+  explicit NodeRng(KernelCtx& c) : r(&c.rng) {
+    if(c.attrs.i("seeded")) {
+      double s = c.attrs.f("seed");
+      uint64_t bits;
+      std::memcpy(&bits, &s, sizeof bits);
+      own.seed(bits ^ 0x9e3779b97f4a7c15ull);
+      r = &own;
+    }
+  }
+  double uniform() { return static_cast<double>((*r)() >> 11) * 0x1.0p-53; }  // [0, 1)
+  // Box-Muller; the first draw is kept away from 0 so log() is finite.
+  double normal() {
+    double u1 = 1.0 - uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.28318530717958647692 * u2);
+  }
+};
+
+void inferGenerator(InferCtx& c) {
+  Type to = static_cast<Type>(c.attrs.i("to"));
+  c.check(isFloat(to), "element type ", to, " is not a floating-point type");
+  const IntList& s = c.attrs.ints("shape");
+  for(auto d : s) c.check(d >= 0, "shape ", attrToString(s), " has a negative dimension");
+  c.shape = Shape(Shape::Dims(s.begin(), s.end()));
+  c.type = to;
+}
+
+// Fills the output with f(rng) converted to its float type.
+template <class F>
+void fillRandom(KernelCtx& c, F f) {
+  NodeRng rng(c);
+  dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename ComputeOf<T>::type;
+    T* y = c.out.data<T>();
+    for(int64_t i = 0; i < c.out.size(); ++i) host::store(y, i, static_cast<C>(f(rng)));
+  });
+}
+
+Expr makeGenerator(const OpDef& op, ExpressionGraph* graph, const Shape& shape, const char* a, double av,
+                   const char* b, double bv, Type type, std::optional<double> seed) {
+  if(type == Type::undefined) type = graph->getDefaultElementType();
+  Expr e = graph->make(op, std::vector<Expr>(),
+                       {{"shape", attr(shape.vec())}, {a, av}, {b, bv}, {"to", int64_t(type)},
+                        {"seeded", int64_t(seed ? 1 : 0)}, {"seed", seed ? *seed : 0.0}});
+  // A checkpointing graph recomputes freed values; redrawn values would no
+  // longer match what the forward pass used.
+  e->markCheckpoint();
+  return e;
+}
+
+}  // namespace
+
+// y ~ U[low, high)
+ONYX_OP(kRandomUniform, "random_uniform")
+    .doc("uniform random values in [low, high) of shape `shape`, float type `to`; seeded: the same values each run")
+    .inputs(0)
+    .attr("shape", IntList{})
+    .attr("low", 0.0)
+    .attr("high", 1.0)
+    .attr("to", int64_t(Type::float32))
+    .attr("seeded", int64_t(0))
+    .attr("seed", 0.0)
+    .stochastic()
+    .infer(inferGenerator)
+    .cpu([](KernelCtx& c) {
+      const double lo = c.attrs.f("low"), hi = c.attrs.f("high");
+      fillRandom(c, [&](NodeRng& r) { return lo + (hi - lo) * r.uniform(); });
+    })
+    .notDifferentiable("random values with no inputs")
+    .noOnnx("imported from RandomUniform/RandomUniformLike by composite rules that read the shape and dtype");
+
+Expr random_uniform(ExpressionGraph* graph, const Shape& shape, double low, double high, Type type,
+                    std::optional<double> seed) {
+  return makeGenerator(kRandomUniform, graph, shape, "low", low, "high", high, type, seed);
+}
+
+// y ~ N(mean, scale^2)
+ONYX_OP(kRandomNormal, "random_normal")
+    .doc("normal random values with mean `mean` and standard deviation `scale` of shape `shape`, float type `to`")
+    .inputs(0)
+    .attr("shape", IntList{})
+    .attr("mean", 0.0)
+    .attr("scale", 1.0)
+    .attr("to", int64_t(Type::float32))
+    .attr("seeded", int64_t(0))
+    .attr("seed", 0.0)
+    .stochastic()
+    .infer(inferGenerator)
+    .cpu([](KernelCtx& c) {
+      const double mean = c.attrs.f("mean"), scale = c.attrs.f("scale");
+      fillRandom(c, [&](NodeRng& r) { return mean + scale * r.normal(); });
+    })
+    .notDifferentiable("random values with no inputs")
+    .noOnnx("imported from RandomNormal/RandomNormalLike by composite rules that read the shape and dtype");
+
+Expr random_normal(ExpressionGraph* graph, const Shape& shape, double mean, double scale, Type type,
+                   std::optional<double> seed) {
+  return makeGenerator(kRandomNormal, graph, shape, "mean", mean, "scale", scale, type, seed);
+}
+
+Expr bernoulli(Expr p, Type type, std::optional<double> seed) {
+  if(type == Type::undefined) type = p->value_type();
+  Expr u = random_uniform(p->graph(), p->shape(), 0, 1, p->value_type(), seed);
+  return cast(lt(u, p), type);
+}
+
+// y[b, s] = class drawn from softmax(x[b, :])
+ONYX_OP(kMultinomial, "multinomial")
+    .doc("y[b, s] (s < sample_size) = a class index drawn with probabilities softmax(x[b, :]); x [B, K], y int32/int64")
+    .inputs(1)
+    .attr("sample_size", int64_t(1))
+    .attr("to", int64_t(Type::int32))
+    .attr("seeded", int64_t(0))
+    .attr("seed", 0.0)
+    .stochastic()
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      const Shape& s = c.shapeOf(0);
+      c.check(s.rank() == 2 && s[1] >= 1, "input has shape ", s, "; it must be [batch, classes] with classes >= 1");
+      int64_t n = c.attrs.i("sample_size");
+      c.check(n >= 0, "sample_size must not be negative, got ", n);
+      Type to = static_cast<Type>(c.attrs.i("to"));
+      c.check(to == Type::int32 || to == Type::int64, "output element type ", to, " must be int32 or int64");
+      c.shape = Shape{s[0], n};
+      c.type = to;
+    })
+    .cpu([](KernelCtx& c) {
+      NodeRng rng(c);
+      const int64_t B = c.in[0]->shape()[0], K = c.in[0]->shape()[1], S = c.attrs.i("sample_size");
+      std::vector<double> cdf(static_cast<size_t>(K));
+      for(int64_t b = 0; b < B; ++b) {
+        double mx = -INFINITY;
+        for(int64_t k = 0; k < K; ++k) mx = std::max(mx, c.in[0]->getAsDouble(b * K + k));
+        double acc = 0;
+        for(int64_t k = 0; k < K; ++k) {
+          double v = c.in[0]->getAsDouble(b * K + k);
+          acc += std::isinf(mx) && mx > 0 ? (v == mx ? 1.0 : 0.0) : std::exp(v - mx);
+          cdf[static_cast<size_t>(k)] = acc;
+        }
+        for(int64_t s = 0; s < S; ++s) {
+          double u = rng.uniform() * acc;
+          int64_t k = 0;
+          while(k < K - 1 && !(u < cdf[static_cast<size_t>(k)])) ++k;
+          c.out.setFromDouble(b * S + s, static_cast<double>(k));
+        }
+      }
+    })
+    .notDifferentiable("sampled class indices")
+    .noOnnx("imported from Multinomial by a composite rule that reads sample_size, dtype and seed");
+
+Expr multinomial(Expr logits, int64_t sampleSize, Type type, std::optional<double> seed) {
+  Expr e = logits->graph()->make(kMultinomial, {logits},
+                                 {{"sample_size", sampleSize}, {"to", int64_t(type)},
+                                  {"seeded", int64_t(seed ? 1 : 0)}, {"seed", seed ? *seed : 0.0}});
+  e->markCheckpoint();
+  return e;
+}
+
+// ------------------------------------------------------------------ ONNX
+
+namespace {
+
+std::optional<double> seedAttr(OnnxImportCtx& c) {
+  if(!c.hasAttr("seed")) return std::nullopt;
+  return c.attrFloat("seed");
+}
+
+Type dtypeAttr(OnnxImportCtx& c, Type def) {
+  if(!c.hasAttr("dtype")) return def;
+  return static_cast<Type>(c.attrInt("dtype"));
+}
+
+void importGenerator(OnnxImportCtx& c, bool normal, bool like) {
+  Shape shape;
+  Type type = Type::float32;
+  if(like) {
+    Expr x = c.input(0);
+    shape = x->shape();
+    type = dtypeAttr(c, x->value_type());
+  } else {
+    std::vector<int64_t> s = c.attrInts("shape");
+    for(auto d : s) c.check(d >= 0, "shape has a negative dimension ", d);
+    shape = Shape(s);
+    type = dtypeAttr(c, Type::float32);
+  }
+  c.check(isFloat(type), "dtype ", type, " is not a floating-point type");
+  std::optional<double> seed = seedAttr(c);
+  Expr y = normal ? random_normal(&c.graph(), shape, c.attrFloat("mean", 0.0), c.attrFloat("scale", 1.0), type, seed)
+                  : random_uniform(&c.graph(), shape, c.attrFloat("low", 0.0), c.attrFloat("high", 1.0), type, seed);
+  c.setOutput(0, y);
+}
+
+}  // namespace
+
+ONYX_ONNX_IMPORT(kOnnxRandomUniform, "RandomUniform", 1).importer([](OnnxImportCtx& c) {
+  importGenerator(c, false, false);
+});
+ONYX_ONNX_IMPORT(kOnnxRandomNormal, "RandomNormal", 1).importer([](OnnxImportCtx& c) {
+  importGenerator(c, true, false);
+});
+ONYX_ONNX_IMPORT(kOnnxRandomUniformLike, "RandomUniformLike", 1).importer([](OnnxImportCtx& c) {
+  importGenerator(c, false, true);
+});
+ONYX_ONNX_IMPORT(kOnnxRandomNormalLike, "RandomNormalLike", 1).importer([](OnnxImportCtx& c) {
+  importGenerator(c, true, true);
+});
+
+// Bernoulli: 1 where a uniform draw is below p.
+ONYX_ONNX_IMPORT(kOnnxBernoulli, "Bernoulli", 15).importer([](OnnxImportCtx& c) {
+  Expr p = c.input(0);
+  c.check(isFloat(p->value_type()), "input has element type ", p->value_type(), "; it must be a float type");
+  Type type = dtypeAttr(c, p->value_type());
+  c.check(type == Type::boolean || isFloat(type) || isInt(type), "dtype ", type, " is not a numeric or bool type");
+  c.setOutput(0, bernoulli(p, type, seedAttr(c)));
+});
+
+ONYX_ONNX_IMPORT(kOnnxMultinomial, "Multinomial", 7).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(isFloat(x->value_type()), "input has element type ", x->value_type(), "; it must be a float type");
+  Type type = dtypeAttr(c, Type::int32);
+  c.check(type == Type::int32 || type == Type::int64, "dtype ", type, " must be int32 or int64");
+  c.setOutput(0, multinomial(x, c.attrInt("sample_size", 1), type, seedAttr(c)));
+});
+
+}  // namespace onyx

@@ -1,0 +1,72 @@
+// Harness cases for src/ops/quant.cpp. Inputs are exact in binary (scales
+// 0.5, 0.25, 2) so that x / scale is the same in float32 and double and the
+// half-to-even ties are real ties.
+#include <cmath>
+
+#include <onyx/ops/quant.h>
+
+#include "ops/harness.h"
+
+namespace onyx {
+namespace test {
+namespace {
+
+using Xs = const std::vector<Expr>&;
+using Rs = const std::vector<Ref>&;
+
+InputSpec intValues(std::vector<int64_t> shape, std::vector<double> v) {
+  InputSpec s = values(std::move(shape), std::move(v));
+  s.integer = true;
+  s.differentiable = false;
+  return s;
+}
+
+// Round half to even, written out.
+double roundHalfEven(double v) {
+  double f = std::floor(v), r = v - f;
+  if(r < 0.5) return f;
+  if(r > 0.5) return f + 1;
+  return std::fmod(f, 2.0) == 0 ? f : f + 1;
+}
+
+// saturate(round(x / s) + zp) into [lo, hi], all three broadcast.
+Ref refQuantize(Rs x, double lo, double hi) {
+  return refBroadcast(x, [lo, hi](const std::vector<double>& v) {
+    double q = roundHalfEven(v[0] / v[1]) + v[2];
+    return std::min(hi, std::max(lo, q));
+  });
+}
+
+// Ties at .5 (0.25 / 0.5, 0.75 / 0.5, 1.25 / 0.5, -0.25 / 0.5, -0.75 / 0.5),
+// ordinary values and both saturation ends.
+ONYX_OP_CASE({"quantize_linear", "uint8_per_tensor_ties_saturate",
+              {constantInput(values({2, 5}, {0.25, 0.75, 1.25, -0.25, -0.75, 3.0, -2.5, 100.0, -100.0, 0.0})),
+               constantInput(values({}, {0.5})), intValues({}, {10})},
+              [](Xs x) { return quantize_linear(x[0], x[1], cast(x[2], Type::uint8)); },
+              [](Rs x) { return refQuantize(x, 0, 255); },
+              /*gradcheck=*/false});
+// Per-row scale and zero point ([3, 1] against x [3, 4]) into int8.
+ONYX_OP_CASE({"quantize_linear", "int8_per_row",
+              {constantInput(values({3, 4}, {1.0, -1.0, 2.5, 7.5, 0.25, -0.75, 30.0, -40.0, 3.0, 5.0, -9.0, 1000.0})),
+               constantInput(values({3, 1}, {0.5, 0.25, 2.0})), intValues({3, 1}, {0, -3, 100})},
+              [](Xs x) { return quantize_linear(x[0], x[1], cast(x[2], Type::int8)); },
+              [](Rs x) { return refQuantize(x, -128, 127); },
+              /*gradcheck=*/false});
+// Per-column parameters ([4]) into int16.
+ONYX_OP_CASE({"quantize_linear", "int16_per_column",
+              {constantInput(values({2, 4}, {1.0, -1.0, 2.5, 200.0, 9000.0, -0.75, 30.0, -40.0})),
+               constantInput(values({4}, {0.5, 0.25, 2.0, 0.125})), intValues({4}, {0, -3, 100, 32000})},
+              [](Xs x) { return quantize_linear(x[0], x[1], cast(x[2], Type::int16)); },
+              [](Rs x) { return refQuantize(x, -32768, 32767); },
+              /*gradcheck=*/false});
+
+// dequantize_linear is a composite (cast, sub, mul): the scale's gradient
+// is (x - zp), checked here under the mul it ends in.
+ONYX_OP_CASE({"mul", "dequantize_linear_scale_grad",
+              {intValues({2, 3}, {0, 17, 255, 128, 3, 200}), in({1, 3}, 0.1, 1), intValues({}, {128})},
+              [](Xs x) { return dequantize_linear(cast(x[0], Type::uint8), x[1], cast(x[2], Type::uint8)); },
+              [](Rs x) { return refBroadcast(x, [](const std::vector<double>& v) { return (v[0] - v[2]) * v[1]; }); }});
+
+}  // namespace
+}  // namespace test
+}  // namespace onyx
