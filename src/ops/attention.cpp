@@ -205,7 +205,11 @@ AttentionResult attention_full(Expr q, Expr k, Expr v, Expr mask, const Attentio
   AttentionResult r;
   // Grouped heads: the rep query heads of one key/value head are stacked
   // along the sequence, so k and v are never copied per query head.
-  Expr s = dot(rep == 1 ? q : reshapeTo(q, {B, Hkv, rep * L, E}), k, false, true, static_cast<float>(scale));
+  // dot's scale is a float: float64 inputs scale q in double instead.
+  const bool exactScale = t != Type::float64 || double(static_cast<float>(scale)) == scale;
+  Expr qs2 = exactScale ? q : q * scale;
+  Expr s = dot(rep == 1 ? qs2 : reshapeTo(qs2, {B, Hkv, rep * L, E}), k, false, true,
+               exactScale ? static_cast<float>(scale) : 1.f);
   if(rep > 1) s = reshapeTo(s, {B, Hq, L, S});
   r.scores = s;
   if(o.softcap > 0) s = tanh(s / o.softcap) * o.softcap;
@@ -390,7 +394,8 @@ ONYX_ONNX_IMPORT(kOnnxFlexAttention, "FlexAttention", 1).domain("ai.onnx.preview
     k = repeatHeads(k);
     v = repeatHeads(v);
   }
-  Expr scores = cast(dot(q, k, false, true, static_cast<float>(scale)), st);
+  const bool exactScale = t != Type::float64 || double(static_cast<float>(scale)) == scale;
+  Expr scores = cast(dot(exactScale ? q : q * scale, k, false, true, exactScale ? static_cast<float>(scale) : 1.f), st);
   auto modify = [&](const char* name, Expr x) {
     if(!c.hasAttr(name)) return x;
     c.check(c.subgraphNumInputs(name) == 1 && c.subgraphNumOutputs(name) == 1, name,

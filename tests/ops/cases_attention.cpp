@@ -176,7 +176,8 @@ Ref runBuild(const Build& f, const std::vector<Arg>& args) {
 
 void expectNear(const Ref& got, const Ref& want, double tol, const char* what) {
   ASSERT_EQ(got.shape, want.shape) << what;
-  for(int64_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " [" << i << "]";
+  for(int64_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " [" << i << "]";
 }
 
 // Analytic gradients of sum(f(args) * w) against central differences.
@@ -499,7 +500,8 @@ TEST(LinearAttention, RulesMatchTheRecurrence) {
 
 TEST(CausalConvWithState, PastStateBiasSilu) {
   const int64_t B = 2, C = 3, L = 4, K = 3;
-  Ref x = randomRef({B, C, L}, 40), w = randomRef({C, 1, K}, 41), b = randomRef({C}, 42), past = randomRef({B, C, K - 1}, 43);
+  Ref x = randomRef({B, C, L}, 40), w = randomRef({C, 1, K}, 41), b = randomRef({C}, 42);
+  Ref past = randomRef({B, C, K - 1}, 43);
   Ref y = refOfShape({B, C, L}), st = refOfShape({B, C, K - 1});
   for(int64_t n = 0; n < B; ++n)
     for(int64_t c = 0; c < C; ++c) {

@@ -306,24 +306,25 @@ ONYX_OP_CASE({"cast", "float_roundtrip_grad", {in({2, 3})},
               // to about 2%: enough to catch a missing or mis-scaled gradient.
               true, 1e-4, 1e-5, /*gradTol=*/0.1});
 
+// The float8e4m3fn value nearest to a: the format's grid is 1.mmm * 2^(e-7)
+// for e in 1..15 (without the NaN code e=15, m=7) and subnormals m/8 * 2^-6.
+double nearestE4M3FN(double a) {
+  std::vector<double> grid;
+  for(int m = 0; m < 8; ++m) grid.push_back(m / 8.0 * std::pow(2.0, -6));
+  for(int e = 1; e <= 15; ++e)
+    for(int m = 0; m < 8; ++m)
+      if(!(e == 15 && m == 7)) grid.push_back((1 + m / 8.0) * std::pow(2.0, e - 7));
+  double best = 0;
+  for(double g : grid)
+    if(std::fabs(std::fabs(a) - g) < std::fabs(std::fabs(a) - best)) best = g;
+  return a < 0 ? -best : best;
+}
 // cast through float8e4m3fn and back: the nearest value of the format's grid
 // (1.mmm * 2^(e-7) for e in 1..15, and m/8 * 2^-6 subnormals; 448 the
 // largest finite), values beyond it saturating to +-448.
 ONYX_OP_CASE({"cast", "float8e4m3fn_roundtrip", {in({4, 5}, -500, 500)},
               [](const std::vector<Expr>& x) { return cast(cast(x[0], Type::float8e4m3fn), x[0]->value_type()); },
-              [](const std::vector<Ref>& x) {
-                std::vector<double> grid;
-                for(int m = 0; m < 8; ++m) grid.push_back(m / 8.0 * std::pow(2.0, -6));
-                for(int e = 1; e <= 15; ++e)
-                  for(int m = 0; m < 8; ++m)
-                    if(!(e == 15 && m == 7)) grid.push_back((1 + m / 8.0) * std::pow(2.0, e - 7));
-                return map1(x, [&](double a) {
-                  double best = 0;
-                  for(double g : grid)
-                    if(std::fabs(std::fabs(a) - g) < std::fabs(std::fabs(a) - best)) best = g;
-                  return a < 0 ? -best : best;
-                });
-              },
+              [](const std::vector<Ref>& x) { return map1(x, nearestE4M3FN); },
               /*gradcheck=*/false});
 // cast through int4 wraps: the truncated value modulo 16, in [-8, 7].
 ONYX_OP_CASE({"cast", "int4_wraps", {in({3, 5}, -20, 20)},
