@@ -210,9 +210,9 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
         }
       }
       break;
-    case Type::int4: case Type::uint4: case Type::float4e2m1: {
-      // Two 4-bit values per byte; int32_data holds the bytes.
-      int64_t packed = (n + 1) / 2;
+    case Type::int4: case Type::uint4: case Type::float4e2m1: case Type::int2: case Type::uint2: {
+      // Packed types (several elements per byte); int32_data holds the bytes.
+      int64_t packed = static_cast<int64_t>(bytes);
       if(static_cast<int64_t>(t.int32_data_size()) != packed)
         throw Error(str(what, ": int32_data holds ", t.int32_data_size(), " bytes but the shape needs ", packed));
       for(int64_t i = 0; i < packed; ++i) reinterpret_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
