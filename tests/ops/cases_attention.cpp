@@ -16,23 +16,9 @@ namespace onyx {
 namespace test {
 namespace {
 
-using Idx = std::vector<int64_t>;
 const double kInf = std::numeric_limits<double>::infinity();
 
-Idx unravel(int64_t k, const Idx& shape) {
-  Idx idx(shape.size());
-  for(size_t i = shape.size(); i-- > 0;) {
-    idx[i] = k % shape[i];
-    k /= shape[i];
-  }
-  return idx;
-}
 
-int64_t ravel(const Idx& idx, const Idx& shape) {
-  int64_t k = 0;
-  for(size_t i = 0; i < shape.size(); ++i) k = k * shape[i] + idx[i];
-  return k;
-}
 
 // Whether position j of a line enters the product of position i.
 bool inProduct(int64_t j, int64_t i, bool exclusive, bool reverse) {

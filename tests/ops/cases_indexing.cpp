@@ -14,29 +14,9 @@ namespace onyx {
 namespace test {
 namespace {
 
-using Idx = std::vector<int64_t>;
 
-InputSpec intValues(std::vector<int64_t> shape, std::vector<double> v) {
-  InputSpec s = values(std::move(shape), std::move(v));
-  s.integer = true;
-  s.differentiable = false;
-  return s;
-}
 
-Idx unravel(int64_t k, const Idx& shape) {
-  Idx idx(shape.size());
-  for(size_t i = shape.size(); i-- > 0;) {
-    idx[i] = k % shape[i];
-    k /= shape[i];
-  }
-  return idx;
-}
 
-int64_t ravel(const Idx& idx, const Idx& shape) {
-  int64_t k = 0;
-  for(size_t i = 0; i < shape.size(); ++i) k = k * shape[i] + idx[i];
-  return k;
-}
 
 int64_t fix(double i, int64_t n) {
   int64_t v = static_cast<int64_t>(i);

@@ -14,12 +14,6 @@ namespace {
 using Xs = const std::vector<Expr>&;
 using Rs = const std::vector<Ref>&;
 
-InputSpec intValues(std::vector<int64_t> shape, std::vector<double> v) {
-  InputSpec s = values(std::move(shape), std::move(v));
-  s.integer = true;
-  s.differentiable = false;
-  return s;
-}
 
 // Round half to even, written out.
 double roundHalfEven(double v) {

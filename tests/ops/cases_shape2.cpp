@@ -10,22 +10,8 @@ namespace onyx {
 namespace test {
 namespace {
 
-using Idx = std::vector<int64_t>;
 
-Idx unravel(int64_t k, const Idx& shape) {
-  Idx idx(shape.size());
-  for(size_t i = shape.size(); i-- > 0;) {
-    idx[i] = k % shape[i];
-    k /= shape[i];
-  }
-  return idx;
-}
 
-int64_t ravel(const Idx& idx, const Idx& shape) {
-  int64_t k = 0;
-  for(size_t i = 0; i < shape.size(); ++i) k = k * shape[i] + idx[i];
-  return k;
-}
 
 // ONNX Trilu by its definition over the last two dims.
 Ref triluRef(const Ref& x, bool upper, int64_t k) {

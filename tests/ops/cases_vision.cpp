@@ -319,12 +319,6 @@ Ref refRoiAlign(const Ref& X, const Ref& rois, const Ref& bi, const Roi& o) {
 const std::vector<double> kRois = {0.5, 1.2, 6.3, 5.9, -1.5, -0.7, 3.1, 2.2, 2.0, 2.5, 2.4, 2.7, 4.4, 0.3, 9.5, 7.8};
 const std::vector<double> kBatch = {1, 0, 1, 0};
 
-InputSpec intValues(V shape, std::vector<double> v) {
-  InputSpec s = values(std::move(shape), std::move(v));
-  s.integer = true;
-  s.differentiable = false;
-  return s;
-}
 
 void roiCase(const char* name, Roi o) {
   cases().push_back(OpCase{"roi_align", name,

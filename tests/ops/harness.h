@@ -62,6 +62,29 @@ inline InputSpec constantInput(InputSpec s) {
   s.differentiable = false;
   return s;
 }
+// Explicit integer values (indices, labels): never differentiated.
+inline InputSpec intValues(std::vector<int64_t> shape, std::vector<double> v) {
+  InputSpec s = values(std::move(shape), std::move(v));
+  s.integer = true;
+  s.differentiable = false;
+  return s;
+}
+
+// Row-major multi-index <-> flat offset, for references written as loops.
+using Idx = std::vector<int64_t>;
+inline Idx unravel(int64_t k, const Idx& shape) {
+  Idx idx(shape.size());
+  for(size_t i = shape.size(); i-- > 0;) {
+    idx[i] = k % shape[i];
+    k /= shape[i];
+  }
+  return idx;
+}
+inline int64_t ravel(const Idx& idx, const Idx& shape) {
+  int64_t k = 0;
+  for(size_t i = 0; i < shape.size(); ++i) k = k * shape[i] + idx[i];
+  return k;
+}
 
 struct OpCase {
   std::string op;    // registry name this case covers
