@@ -55,6 +55,13 @@ public:
     if(!hasInput(i)) return OnnxValue::none();
     return imp_.lookup(node_.input(static_cast<int>(i)));
   }
+  OnnxValue valueByName(const std::string& name) override {
+    try {
+      return imp_.lookup(name);
+    } catch(const Error& e) {
+      fail("value ", e.what());
+    }
+  }
   Tensor value(size_t i) override { return valueOf(input(i)); }
   Tensor valueOf(Expr e) override {
     if(imp_.isValueDependent(e.get())) imp_.markValueDependent();

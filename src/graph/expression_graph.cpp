@@ -494,6 +494,74 @@ void GradCtx::add(size_t i, Expr g) {
 
 bool GradCtx::needs(size_t i) const { return node->children_[i]->needsGrad_; }
 
+// Seeds root's adjoint with ones and runs the backward rules of the nodes of
+// `order` (the build up to now) from root down, in reverse build order. A node
+// propagates when one of its inputs has needsGrad_ set; the adjoints collect
+// in adj_. The rules' expressions become new nodes after `order`.
+void ExpressionGraph::buildAdjoints(const std::vector<Node*>& order, Node* root) {
+  root->adj_ = ones(root->shape_, root->type_).get();
+  size_t rootIdx = 0;
+  for(size_t i = 0; i < order.size(); ++i)
+    if(order[i] == root) rootIdx = i;
+  for(size_t i = rootIdx + 1; i-- > 0;) {
+    Node* n = order[i];
+    if(n->kind_ != NodeKind::Op || !n->adj_) continue;
+    bool wanted = false;
+    for(Node* c : n->children_) wanted = wanted || c->needsGrad_;
+    if(!wanted) continue;
+    ONYX_CHECK(n->op_->differentiable(), "cannot differentiate through op '", n->op_->name, "' (node ", n->id_,
+               "): ", n->op_->notDifferentiableWhy, "; make its inputs constants or wrap them in stop_gradient");
+    GradCtx ctx{n, *this, Expr(n->adj_), n->attrs()};
+    n->op_->backwardFn(ctx);
+  }
+}
+
+std::vector<Expr> ExpressionGraph::gradients(Expr y, const std::vector<Expr>& xs) {
+  ONYX_CHECK(y && y.valid(), "gradients(): y is a null or stale expression");
+  ONYX_CHECK(y->graph_ == this, "gradients(): y belongs to a different graph");
+  ONYX_CHECK(isFloat(y->type_), "gradients(): y must be a float tensor, got ", y->type_);
+  for(size_t i = 0; i < xs.size(); ++i) {
+    ONYX_CHECK(xs[i] && xs[i].valid(), "gradients(): x ", i, " is a null or stale expression");
+    ONYX_CHECK(xs[i]->graph_ == this, "gradients(): x ", i, " belongs to a different graph");
+  }
+  Node* root = y.get();
+  size_t forwardCount = count_;
+  std::vector<Node*> order;
+  order.reserve(forwardCount);
+  for(size_t i = 0; i < forwardCount; ++i) order.push_back(blocks_[i / kBlockNodes] + i % kBlockNodes);
+  // adj_ and needsGrad_ are scratch fields of the autodiff: clear them before
+  // and after, so that a later backward() starts from a clean state.
+  auto reset = [&] {
+    for(auto& kv : paramNodes_) {
+      kv.second->adj_ = nullptr;
+      kv.second->needsGrad_ = false;
+    }
+    for(Node* n : order) {
+      n->adj_ = nullptr;
+      n->needsGrad_ = false;
+    }
+  };
+  reset();
+  // Which nodes depend on one of xs.
+  for(const Expr& x : xs) x->needsGrad_ = true;
+  for(Node* n : order)
+    if(n->kind_ == NodeKind::Op)
+      for(Node* c : n->children_) n->needsGrad_ = n->needsGrad_ || c->needsGrad_;
+  std::vector<Expr> out;
+  try {
+    if(root->needsGrad_) buildAdjoints(order, root);
+    for(const Expr& x : xs) out.push_back(x->adj_ ? Expr(x->adj_) : zeros(x->shape_, x->type_));
+  } catch(...) {
+    // Leave the graph as it was: drop the half-built gradient nodes.
+    reset();
+    nextId_ -= count_ - forwardCount;
+    truncate(forwardCount);
+    throw;
+  }
+  reset();
+  return out;
+}
+
 void ExpressionGraph::backward(Expr rootExpr) {
   ONYX_CHECK(!inference_, "backward() on a graph in inference mode; call setInference(false) to train");
   ONYX_CHECK(count_ > 0, "backward() on an empty graph");
@@ -520,19 +588,7 @@ void ExpressionGraph::backward(Expr rootExpr) {
   // Build the gradient expressions in reverse order.
   if(root->needsGrad_) {
     ensureValue(root);
-    root->adj_ = ones(root->shape_, root->type_).get();
-    std::vector<char> reach(forwardCount, 0);
-    size_t rootIdx = 0;
-    for(size_t i = 0; i < forwardCount; ++i)
-      if(order[i] == root) rootIdx = i;
-    for(size_t i = rootIdx + 1; i-- > 0;) {
-      Node* n = order[i];
-      if(n->kind_ != NodeKind::Op || !n->adj_ || !n->needsGrad_) continue;
-      ONYX_CHECK(n->op_->differentiable(), "cannot differentiate through op '", n->op_->name, "' (node ", n->id_,
-                 "): ", n->op_->notDifferentiableWhy, "; make its inputs constants or wrap them in stop_gradient");
-      GradCtx ctx{n, *this, Expr(n->adj_), n->attrs()};
-      n->op_->backwardFn(ctx);
-    }
+    buildAdjoints(order, root);
   }
 
   // Execute the new (backward) nodes; free each value after its last use.

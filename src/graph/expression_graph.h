@@ -101,6 +101,13 @@ public:
   // with ones. Param gradients are overwritten (not accumulated across calls).
   void backward(Expr root = nullptr);
   void backprop() { forward(); backward(); }
+  // Symbolic gradients: for each x of `xs`, the expression of d(sum of y)/dx
+  // (y seeded with ones, as backward() does), built as ordinary nodes of the
+  // current build with the ops' backward rules; nothing is computed. Where y
+  // does not depend on x, the result is zeros of x's shape. The results are
+  // evaluated by forward() like any other node and can themselves be
+  // differentiated; forward() and backward() work as before afterwards.
+  std::vector<Expr> gradients(Expr y, const std::vector<Expr>& xs);
   void clear();  // drops all nodes but params (and their optimizer state elsewhere)
 
   // ---- inspection ----
@@ -128,6 +135,7 @@ private:
   void ensureValue(Node* n);
   void releaseValue(Node* n);
   void truncate(size_t mark);
+  void buildAdjoints(const std::vector<Node*>& order, Node* root);
   void printDebug(Node* n, bool grad) const;
   Node* cseFind(Node* n);
   void cseInsert(Node* n);

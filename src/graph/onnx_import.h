@@ -66,6 +66,11 @@ public:
   // The same for any expression built during the import (a Loop body's
   // condition, say).
   virtual Tensor valueOf(Expr e) = 0;
+  // The value named `name` as this node sees it (an earlier node's output,
+  // an initializer or a graph input, of this graph or an enclosing one): for
+  // ops that name values in attributes (Gradient's y). Fails naming the node
+  // when no such value is visible here.
+  virtual OnnxValue valueByName(const std::string& name) = 0;
   std::vector<int64_t> ints(size_t i);  // value(i) as int64s
   double scalar(size_t i);              // value(i)'s only element
 

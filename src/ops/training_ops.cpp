@@ -5,9 +5,8 @@
 // then the n new accumulators of each kind. T enters as a graph value (no
 // value() read), so the graph does not depend on the step number.
 //
-// The Gradient op of that domain is not imported: it names its y by a value
-// name, which OnnxImportCtx cannot look up, and it needs gradients as graph
-// expressions rather than the tensors backward() produces.
+// The Gradient op of that domain imports as the gradient expressions of
+// ExpressionGraph::gradients(), built on the graph that computes its y.
 #include <string>
 #include <vector>
 
@@ -115,6 +114,40 @@ ONYX_ONNX_IMPORT(kOnnxAdam, "Adam", 1).domain(kTraining).importer([](OnnxImportC
     c.setOutput(m + j, v);
     c.setOutput(2 * m + j, h);
   }
+});
+
+// Gradient: output i is d(sum of Y)/dX_i, Y the value named by attribute y
+// (seeded with ones), X_i the value named by xs[i]; zs names inputs that are
+// held constant. The node's inputs are the values of xs then zs. The
+// gradient is built on the graph as it computes Y, so each input must be the
+// very value its name refers to: feeding other values into the sub-graph
+// would mean re-evaluating it, which this import does not do.
+ONYX_ONNX_IMPORT(kOnnxGradient, "Gradient", 1).domain(kTraining).importer([](OnnxImportCtx& c) {
+  std::vector<std::string> xs = c.attrStrings("xs");
+  std::vector<std::string> zs = c.attrStrings("zs");
+  std::string yName = c.attrString("y");
+  c.check(!xs.empty(), "attribute 'xs' must name at least one value to differentiate with respect to");
+  c.check(c.numInputs() == xs.size() + zs.size(), "has ", c.numInputs(), " inputs; it needs one per name in xs and zs (",
+          xs.size() + zs.size(), ")");
+  c.check(c.numOutputs() == xs.size(), "has ", c.numOutputs(), " outputs; it needs one per name in xs (", xs.size(), ")");
+  auto named = [&](const std::string& name, const char* attr) {
+    OnnxValue v = c.valueByName(name);
+    c.check(v.kind == OnnxValue::Kind::Tensor, "'", name, "' (named by attribute ", attr, ") is not a tensor");
+    return v.tensor;
+  };
+  Expr y = named(yName, "y");
+  c.check(isFloat(y->value_type()), "y '", yName, "' has element type ", y->value_type(), "; it must be float");
+  std::vector<Expr> xExprs;
+  for(size_t i = 0; i < xs.size() + zs.size(); ++i) {
+    bool isX = i < xs.size();
+    const std::string& name = isX ? xs[i] : zs[i - xs.size()];
+    Expr v = named(name, isX ? "xs" : "zs");
+    c.check(c.hasInput(i) && c.input(i) == v, "input ", i, " is not the value '", name, "' that attribute ",
+            isX ? "xs" : "zs", " names; Onyx differentiates the graph as built and cannot feed other values into it");
+    if(isX) xExprs.push_back(v);
+  }
+  std::vector<Expr> grads = c.graph().gradients(y, xExprs);
+  for(size_t i = 0; i < xs.size(); ++i) c.setOutput(i, grads[i]);
 });
 
 }  // namespace onyx
