@@ -65,6 +65,56 @@ std::shared_ptr<Model> Model::load(const std::string& path) {
 const std::string& Model::path() const { return file_->path; }
 int Model::opset(const std::string& domain) const { return file_->opset(domain); }
 
+// Input nodes for tensors (bound to them); sequences and optionals become constants.
+static std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const HostValues& inputs) {
+  std::map<std::string, OnnxValue> in;
+  for(const auto& kv : inputs) {
+    const HostValue& v = kv.second;
+    if(v.kind == OnnxValue::Kind::Tensor) {
+      Expr e = g.input(kv.first, v.tensor->shape(), v.tensor->type());
+      e->bind(v.tensor);
+      in[kv.first] = OnnxValue::of(e);
+    } else if(v.kind == OnnxValue::Kind::Sequence) {
+      std::vector<Expr> s;
+      for(const Tensor& t : v.sequence) s.push_back(g.constant(t));
+      in[kv.first] = OnnxValue::seq(std::move(s), v.elemType);
+    } else {
+      in[kv.first] = OnnxValue::none(v.elemType);
+    }
+  }
+  return in;
+}
+
+ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable) {
+  OnnxGraphImporter imp(model.file(), model.initializers(), graph, ImportOptions{trainable});
+  auto outs = imp.build(graphInputs(graph, inputs));
+  ImportedGraph r;
+  r.valueDependent = imp.valueDependent();
+  r.inputNodes = imp.inputNodes();
+  const auto& proto = model.file().proto;
+  for(const auto& o : model.outputs()) {
+    const OnnxValue& v = outs.at(o.name);
+    if(v.kind != OnnxValue::Kind::Tensor)
+      throw Error(str(model.path(), ": output '", o.name, "' is ",
+                      v.kind == OnnxValue::Kind::Sequence ? "a sequence" : "an absent optional",
+                      "; a graph file holds tensor outputs only"));
+    r.spec.outputs.emplace_back(o.name, v.tensor);
+  }
+  for(const auto& i : model.inputs()) {
+    bool symbolic = false;
+    for(auto& d : i.dimNames) symbolic = symbolic || !d.empty();
+    if(symbolic && inputs.count(i.name) && inputs.at(i.name).kind == OnnxValue::Kind::Tensor)
+      r.spec.dimNames[i.name] = i.dimNames;
+  }
+  r.spec.graphName = proto.graph().name();
+  r.spec.docString = proto.doc_string();
+  r.spec.producerName = proto.producer_name().empty() ? "onyx" : proto.producer_name();
+  r.spec.producerVersion = proto.producer_version();
+  for(const auto& n : proto.graph().node())
+    if(!n.doc_string().empty() && n.output_size() > 0) r.spec.nodeDocStrings[n.output(0)] = n.doc_string();
+  return r;
+}
+
 // ---- Session
 
 struct Session::Cached {
@@ -153,21 +203,7 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     ExpressionGraph& g = *fresh->graph;
     g.setDevice(options_.device);
     g.setInference(!options_.trainable);
-    std::map<std::string, OnnxValue> in;
-    for(const auto& kv : inputs) {
-      const HostValue& v = kv.second;
-      if(v.kind == OnnxValue::Kind::Tensor) {
-        Expr e = g.input(kv.first, v.tensor->shape(), v.tensor->type());
-        e->bind(v.tensor);
-        in[kv.first] = OnnxValue::of(e);
-      } else if(v.kind == OnnxValue::Kind::Sequence) {
-        std::vector<Expr> s;
-        for(const Tensor& t : v.sequence) s.push_back(g.constant(t));
-        in[kv.first] = OnnxValue::seq(std::move(s), v.elemType);
-      } else {
-        in[kv.first] = OnnxValue::none(v.elemType);
-      }
-    }
+    std::map<std::string, OnnxValue> in = graphInputs(g, inputs);
     OnnxGraphImporter imp(model_->file(), model_->initializers(), g, ImportOptions{options_.trainable});
     fresh->outputs = imp.build(in);
     fresh->inputNodes = imp.inputNodes();

@@ -16,6 +16,7 @@
 
 #include <onyx/core/device.h>
 #include <onyx/core/tensor.h>
+#include <onyx/converters/onnx_exporter.h>
 #include <onyx/graph/onnx_import.h>
 
 namespace onyx {
@@ -98,5 +99,19 @@ private:
   Cached* last_ = nullptr;
   size_t built_ = 0;
 };
+
+// An ONNX model imported into a graph for saving (native) or exporting: the
+// graph is built for these inputs (tensors become input nodes of their
+// shapes; sequences and optionals become constants), its outputs are named as
+// in the model, and the model's symbolic input dims, graph name and doc
+// strings are kept. valueDependent: the structure read input values (NonZero,
+// If on an input, ...), so the graph holds for these values only.
+struct ImportedGraph {
+  GraphSpec spec;
+  std::map<std::string, Expr> inputNodes;
+  bool valueDependent = false;
+};
+// Throws onyx::Error when an output is a sequence or an optional.
+ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable = false);
 
 }  // namespace onyx

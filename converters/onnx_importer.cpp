@@ -273,7 +273,8 @@ void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
   for(int i = 0; i < node.output_size(); ++i) {
     if(node.output(i).empty()) continue;
     OnnxValue& v = ctx.outputs()[static_cast<size_t>(i)];
-    if(v.kind == OnnxValue::Kind::Tensor && v.tensor->kind() == NodeKind::Op && v.tensor->name().empty())
+    if(v.kind == OnnxValue::Kind::Tensor && v.tensor->kind() != NodeKind::Input && v.tensor->kind() != NodeKind::Param &&
+       v.tensor->name().empty())
       v.tensor->set_name(node.output(i));
     bindScope(node.output(i), v);
   }
@@ -327,6 +328,7 @@ std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::st
         e = graph_.param(kv.first, t->shape(), [src](TensorBase& dst, Rng&) { dst.copyFrom(*src); }, t->type(), true);
       } else {
         e = graph_.constant(t);
+        e->set_name(kv.first);  // export and the native format keep initializer names
       }
       bindScope(kv.first, OnnxValue::of(e));
     }

@@ -14,8 +14,12 @@
 #include <onyx/graph/node.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/debug.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/converters/model.h>
+#include <onyx/converters/native_model.h>
+#include <onyx/converters/onnx_exporter.h>
 #include <onyx/ops/ops.h>
 #include <onyx/train/optimizers.h>
+#include <onyx/io/json.h>
 #include <onyx/io/npz.h>

@@ -19,8 +19,12 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
+
+#include <onyx/converters/native_model.h>
+#include <onyx/io/npz.h>
 
 #include "tool_common.h"
 
@@ -35,6 +39,9 @@ struct Options {
   double timeout = 120;
   bool fork = true;
   int threads = 0;
+  bool roundTrip = false;
+  std::string exportDir;
+  int opset = 0;
 };
 
 void findCases(const fs::path& dir, std::vector<fs::path>& out) {
@@ -50,9 +57,84 @@ void findCases(const fs::path& dir, std::vector<fs::path>& out) {
   for(const auto& s : subs) findCases(s, out);
 }
 
+// ONNX -> graph -> native .npz -> graph -> ONNX bytes.
+std::string viaNative(const Model& model, const HostValues& inputs, const fs::path& npz, const Options& o) {
+  std::string model_bytes;
+  {
+    ExpressionGraph g;
+    auto imported = importGraph(model, g, inputs);
+    saveNative(npz.string(), imported.spec);
+  }
+  ExpressionGraph g;
+  GraphSpec spec = loadNative(npz.string(), g);
+  ExportOptions eo;
+  eo.opset = o.opset;
+  return exportOnnx(spec, eo).model;
+}
+
+// "" when every output of `want` has the same type, shape and bytes in `got`.
+std::string bitIdentical(const HostValues& want, const HostValues& got) {
+  for(const auto& kv : want) {
+    auto it = got.find(kv.first);
+    if(it == got.end()) return str("output '", kv.first, "' is missing after the round trip");
+    const Tensor& a = kv.second.tensor;
+    const Tensor& b = it->second.tensor;
+    if(kv.second.kind != OnnxValue::Kind::Tensor || it->second.kind != OnnxValue::Kind::Tensor)
+      return str("output '", kv.first, "' is not a tensor");
+    if(a->type() != b->type() || a->shape() != b->shape())
+      return str("output '", kv.first, "': ", a->shape(), " ", typeName(a->type()), " became ", b->shape(), " ",
+                 typeName(b->type()));
+    if(a->type() == Type::string) {
+      if(a->strings() != b->strings()) return str("output '", kv.first, "': strings differ");
+    } else if(a->bytes() && std::memcmp(a->raw(), b->raw(), a->bytes()) != 0) {
+      return str("output '", kv.first, "' is not bit-identical after the round trip");
+    }
+  }
+  return "";
+}
+
+// The export round trip of one case: the original in Onyx, then ONNX ->
+// native -> ONNX (checked by the ONNX checker) in Onyx must give bit-identical
+// outputs, and a second round trip must give a byte-identical file.
+std::string roundTripCase(const fs::path& dir, const Options& o) {
+  auto model = Model::load((dir / "model.onnx").string());
+  auto sets = tools::testDataSets(dir.string());
+  if(sets.empty()) return "no test_data_set_* folder";
+  auto set = tools::readTestDataSet(sets[0], *model);
+  SessionOptions so;
+  so.device = parseDevice(o.device);
+  so.threads = o.threads;
+  HostValues want = Session(model, so).runValues(set.inputs);
+  char tmpl[] = "/tmp/onnx-test-rt-XXXXXX";
+  if(!mkdtemp(tmpl)) return "cannot create a temporary folder";
+  fs::path tmp(tmpl);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { std::error_code ec; fs::remove_all(p, ec); }
+  } cleanup{tmp};
+  std::string name = dir.filename().string();
+  std::string b1 = viaNative(*model, set.inputs, tmp / "first.npz", o);
+  checkOnnxModel(b1, name + " (exported)");
+  io::writeFileAtomic((tmp / "first.onnx").string(), b1);
+  if(!o.exportDir.empty()) io::writeFileAtomic((fs::path(o.exportDir) / (name + ".onnx")).string(), b1);
+  auto m1 = Model::load((tmp / "first.onnx").string());
+  HostValues got = Session(m1, so).runValues(set.inputs);
+  std::string r = bitIdentical(want, got);
+  if(!r.empty()) return r;
+  std::string b2 = viaNative(*m1, set.inputs, tmp / "second.npz", o);
+  if(b1 != b2) {
+    size_t k = 0;
+    while(k < b1.size() && k < b2.size() && b1[k] == b2[k]) ++k;
+    return str("the second round trip gives a different file (", b1.size(), " vs ", b2.size(),
+               " bytes, first difference at byte ", k, ")");
+  }
+  return "";
+}
+
 // "" on success, else the reason (one line).
 std::string runCase(const fs::path& dir, const Options& o) {
   try {
+    if(o.roundTrip) return roundTripCase(dir, o);
     auto model = Model::load((dir / "model.onnx").string());
     SessionOptions so;
     so.device = parseDevice(o.device);
@@ -157,7 +239,8 @@ int main(int argc, char** argv) {
                "Examples:\n"
                "  onnx-test /usr/include/onnx/backend/test/data/node\n"
                "  onnx-test /usr/include/onnx/backend/test/data/node/test_abs --rtol 1e-3 --atol 1e-5\n"
-               "  onnx-test DATA/node --known-failures tests/conformance/node.txt\n"};
+               "  onnx-test DATA/node --known-failures tests/conformance/node.txt\n"
+               "  onnx-test DATA/node --round-trip --known-failures tests/conformance/roundtrip_node.txt\n"};
   std::vector<std::string> dirs;
   std::string knownFile, filter;
   Options o;
@@ -173,6 +256,11 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fork", [&](int64_t) { o.fork = false; }, "run cases in this process (for a debugger)");
   app.add_flag("-v,--verbose", verbose, "also print passes and expected failures");
   app.add_flag("--list", list, "list the cases found and exit");
+  app.add_flag("--round-trip", o.roundTrip,
+               "instead of the reference check: ONNX -> native -> ONNX must pass the ONNX checker and give "
+               "bit-identical outputs in Onyx, and a second round trip a byte-identical file");
+  app.add_option("--export-dir", o.exportDir, "with --round-trip: also write each exported model to DIR/<case>.onnx");
+  app.add_option("--opset", o.opset, "with --round-trip: target opset of the export (0: automatic)");
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -14,6 +14,10 @@ std::string onnxColumn(const OpDef& op) {
   std::string s;
   for(auto& m : op.onnxMappings) {
     if(!s.empty()) s += ", ";
+    if(!m.importable) {
+      s += "composite export " + std::to_string(m.since) + "+ (" + op.noOnnxWhy + ")";
+      continue;
+    }
     s += (m.domain.empty() ? "" : m.domain + ".") + m.opType + " " + std::to_string(m.since);
     s += m.until >= (1 << 30) ? "+" : "–" + std::to_string(m.until);
   }

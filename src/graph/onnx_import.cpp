@@ -113,6 +113,7 @@ const Table& table() {
     Table t;
     for(const OpDef* op : Registry::instance().all())
       for(const OnnxMapping& m : op->onnxMappings) {
+        if(!m.importable) continue;  // export-only composite form
         OnnxImportFn fn = m.importer;
         if(!fn) fn = [op](OnnxImportCtx& c) { defaultImport(*op, c); };
         t.all.push_back({m.opType, m.domain, m.since, m.until, fn, op->name});

@@ -30,6 +30,7 @@ struct OnnxMapping {
   int until = 1 << 30;  // inclusive
   std::function<void(OnnxImportCtx&)> importer;  // filled by the ONNX issues
   std::function<void(OnnxExportCtx&)> exporter;
+  bool importable = true;  // false: an export-only composite form (opType "")
 };
 
 struct OpDef {
@@ -73,6 +74,12 @@ struct OpDef {
     return *this;
   }
   OpDef& noOnnx(std::string why) { noOnnxWhy = std::move(why); return *this; }
+  // A composite ONNX form for an op with no ONNX op of its own (see
+  // graph/onnx_export.h): from target opset `since` on, `f` emits the nodes.
+  OpDef& onnxExport(int since, std::function<void(OnnxExportCtx&)> f, int until = 1 << 30) {
+    onnxMappings.push_back({"", "", since, until, nullptr, std::move(f), false});
+    return *this;
+  }
   OpDef& stochastic() { isStochastic = true; return *this; }
 
   int attrIndex(const char* name) const;  // -1 if absent

@@ -120,6 +120,8 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
   return t;
 }
 
+bool npyStorable(Type t) { return npyDescr(t) != nullptr; }
+
 void writeFileAtomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
@@ -139,11 +141,17 @@ void writeFileAtomic(const std::string& path, const std::string& data) {
 }
 
 void saveNpz(const std::string& path, const NamedTensors& items) {
+  std::vector<std::pair<std::string, std::string>> members;
+  for(auto& it : items) members.emplace_back(it.first + ".npy", npyBytes(*it.second));
+  saveZip(path, members);
+}
+
+void saveZip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& members) {
   std::string zip, central;
   uint32_t count = 0;
-  for(auto& it : items) {
-    std::string name = it.first + ".npy";
-    std::string data = npyBytes(*it.second);
+  for(auto& it : members) {
+    const std::string& name = it.first;
+    const std::string& data = it.second;
     ONYX_CHECK(data.size() < 0xffffffffu && zip.size() < 0xffffffffu, path,
                ": more than 4 GB; zip64 is not supported for writing");
     uint32_t crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
@@ -169,6 +177,16 @@ void saveNpz(const std::string& path, const NamedTensors& items) {
 }
 
 NamedTensors loadNpz(const std::string& path) {
+  NamedTensors out;
+  for(auto& m : loadZip(path)) {
+    std::string name = m.first;
+    if(name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    out.emplace_back(name, parseNpy(m.second, path + ":" + m.first));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> loadZip(const std::string& path) {
   std::string z = readFile(path);
   // Find the end-of-central-directory record from the back.
   ONYX_CHECK(z.size() >= 22, path, ": not an .npz file (too short)");
@@ -178,7 +196,7 @@ NamedTensors loadNpz(const std::string& path) {
   ONYX_CHECK(eocd != std::string::npos, path, ": not an .npz file (no zip directory; truncated?)");
   uint32_t n = get16(z, eocd + 10);
   size_t cd = get32(z, eocd + 16);
-  NamedTensors out;
+  std::vector<std::pair<std::string, std::string>> out;
   for(uint32_t k = 0; k < n; ++k) {
     ONYX_CHECK(cd + 46 <= z.size() && get32(z, cd) == 0x02014b50, path, ": corrupt zip directory entry ", k);
     uint32_t method = get16(z, cd + 10);
@@ -212,8 +230,7 @@ NamedTensors loadNpz(const std::string& path) {
     }
     uint32_t got = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
     ONYX_CHECK(got == crc, path, ": member '", name, "' fails its CRC check (corrupt file)");
-    if(name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-    out.emplace_back(name, parseNpy(bytes, path + ":" + name));
+    out.emplace_back(name, std::move(bytes));
   }
   return out;
 }

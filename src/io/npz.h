@@ -19,7 +19,13 @@ void saveNpz(const std::string& path, const NamedTensors& items);
 // Throws onyx::Error naming the file and member on anything malformed.
 NamedTensors loadNpz(const std::string& path);
 
-// Single arrays.
+// Raw zip members (name, bytes), stored; the native model adds a JSON member.
+void saveZip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& members);
+std::vector<std::pair<std::string, std::string>> loadZip(const std::string& path);
+
+// Single arrays. npyStorable: whether .npy has a dtype for the type (the
+// float8/4-bit/2-bit/string/complex types have none).
+bool npyStorable(Type t);
 std::string npyBytes(const TensorBase& t);
 Tensor parseNpy(const std::string& bytes, const std::string& where);
 

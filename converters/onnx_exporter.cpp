@@ -1,0 +1,483 @@
+#include <onyx/converters/onnx_exporter.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <onyx/graph/onnx_export.h>
+#include <onyx/io/npz.h>
+#include <onyx/onnx/onnx_model.h>
+
+namespace onyx {
+
+// ---- OnnxExportCtx helpers (declared in src/graph/onnx_export.h)
+
+std::string OnnxExportCtx::intsConst(const std::vector<int64_t>& v, const std::string& hint) {
+  return constant(TensorBase::fromVector(Shape({static_cast<int64_t>(v.size())}), v), hint);
+}
+
+std::string OnnxExportCtx::scalarConst(double v, Type type, const std::string& hint) {
+  Tensor t = TensorBase::create(Shape(std::vector<int64_t>{}), type);
+  storeFromDouble(t->raw(), type, 0, v);
+  return constant(t, hint);
+}
+
+std::vector<std::string> OnnxExportCtx::inputs() {
+  std::vector<std::string> v;
+  for(size_t i = 0; i < numInputs(); ++i) v.push_back(input(i));
+  return v;
+}
+
+namespace {
+
+constexpr int kDefaultOpset = 17;
+
+int64_t irVersionFor(int opset) {
+  if(opset <= 18) return 8;
+  if(opset <= 20) return 9;
+  if(opset <= 22) return 10;
+  if(opset == 23) return 11;
+  if(opset == 24) return 12;
+  return 13;
+}
+
+void setAttr(::onnx::AttributeProto& a, const std::string& name, const AttrValue& v) {
+  a.set_name(name);
+  switch(static_cast<AttrKind>(v.index())) {
+    case AttrKind::Int:
+      a.set_type(::onnx::AttributeProto::INT);
+      a.set_i(std::get<int64_t>(v));
+      break;
+    case AttrKind::Float:
+      a.set_type(::onnx::AttributeProto::FLOAT);
+      a.set_f(static_cast<float>(std::get<double>(v)));
+      break;
+    case AttrKind::String:
+      a.set_type(::onnx::AttributeProto::STRING);
+      a.set_s(std::get<std::string>(v));
+      break;
+    case AttrKind::Ints:
+      a.set_type(::onnx::AttributeProto::INTS);
+      for(int64_t x : std::get<IntList>(v)) a.add_ints(x);
+      break;
+    case AttrKind::Floats:
+      a.set_type(::onnx::AttributeProto::FLOATS);
+      for(double x : std::get<FloatList>(v)) a.add_floats(static_cast<float>(x));
+      break;
+  }
+}
+
+bool emptyList(const AttrValue& v) {
+  if(auto* l = std::get_if<IntList>(&v)) return l->empty();
+  if(auto* l = std::get_if<FloatList>(&v)) return l->empty();
+  return false;
+}
+
+void setValueInfo(::onnx::ValueInfoProto& vi, const std::string& name, Type type, const Shape& shape,
+                  const std::vector<std::string>* dimNames, bool unknownDims) {
+  vi.set_name(name);
+  auto* tt = vi.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int32_t>(type));
+  auto* sh = tt->mutable_shape();
+  for(int d = 0; d < shape.rank(); ++d) {
+    auto* dim = sh->add_dim();
+    if(dimNames && static_cast<size_t>(d) < dimNames->size() && !(*dimNames)[static_cast<size_t>(d)].empty())
+      dim->set_dim_param((*dimNames)[static_cast<size_t>(d)]);
+    else if(!unknownDims)
+      dim->set_dim_value(shape.dims()[d]);
+  }
+}
+
+std::string uniqueName(const std::string& base, std::unordered_set<std::string>& taken) {
+  std::string n = base;
+  for(int k = 1; taken.count(n); ++k) n = base + "_" + std::to_string(k);
+  taken.insert(n);
+  return n;
+}
+
+// The mapping a node exports through at `opset` (default domain), or null.
+const OnnxMapping* pickMapping(const OpDef& op, int opset) {
+  for(const OnnxMapping& m : op.onnxMappings) {
+    if(!m.domain.empty() && m.domain != "ai.onnx") continue;
+    if(!m.importable && !m.exporter) continue;
+    if(opset >= m.since && opset <= m.until) return &m;
+  }
+  for(const OnnxMapping& m : op.onnxMappings)  // another domain: its own versioning
+    if(!m.domain.empty() && m.domain != "ai.onnx") return &m;
+  return nullptr;
+}
+
+std::string describeMappings(const OpDef& op) {
+  std::string s;
+  for(const OnnxMapping& m : op.onnxMappings) {
+    if(!s.empty()) s += ", ";
+    s += (m.importable ? m.opType : std::string("composite")) + " " + std::to_string(m.since);
+    s += m.until >= (1 << 30) ? "+" : "-" + std::to_string(m.until);
+  }
+  return s;
+}
+
+class Exporter;
+
+class ExportCtxImpl : public OnnxExportCtx {
+public:
+  ExportCtxImpl(Exporter& ex, Node* n, const std::string& opType) : ex_(ex), n_(n), opType_(opType) {}
+  const Node& node() const override { return *n_; }
+  int opset(const std::string& domain) const override;
+  std::string input(size_t i) override;
+  std::string output() override;
+  std::string fresh(const std::string& hint) override;
+  std::string constant(const Tensor& t, const std::string& hint) override;
+  void emit(const std::string& opType, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+            const OnnxAttrs& attrs, const std::string& domain) override;
+  void emitDefault(const std::string& opType, const std::vector<std::string>& inputs,
+                   const std::vector<std::string>& skip, const OnnxAttrs& extra) override;
+
+protected:
+  [[noreturn]] void failMsg(const std::string& msg) const override;
+
+private:
+  Exporter& ex_;
+  Node* n_;
+  std::string opType_;
+};
+
+class Exporter {
+public:
+  Exporter(const GraphSpec& spec, const ExportOptions& options) : spec_(spec), options_(options) {}
+
+  ExportResult run() {
+    ONYX_CHECK(!spec_.outputs.empty(), "export: the graph has no outputs");
+    auto named = nameGraphNodes(spec_);
+    for(auto& kv : named) {
+      names_[kv.first] = kv.second;
+      taken_.insert(kv.second);
+    }
+    for(auto& o : spec_.outputs) taken_.insert(o.first);
+    chooseOpset(named);
+
+    auto& model = model_;
+    model.set_ir_version(irVersionFor(opset_));
+    model.set_producer_name(spec_.producerName);
+    if(!spec_.producerVersion.empty()) model.set_producer_version(spec_.producerVersion);
+    if(!spec_.docString.empty()) model.set_doc_string(spec_.docString);
+    auto* g = model.mutable_graph();
+    g->set_name(spec_.graphName.empty() ? "onyx" : spec_.graphName);
+    domains_[""] = opset_;
+
+    for(auto& kv : named) {
+      Node* n = kv.first;
+      const std::string& name = kv.second;
+      switch(n->kind()) {
+        case NodeKind::Input: {
+          auto dn = spec_.dimNames.find(name);
+          setValueInfo(*g->add_input(), name, n->value_type(), n->shape(),
+                       dn == spec_.dimNames.end() ? nullptr : &dn->second, false);
+          break;
+        }
+        case NodeKind::Param:
+        case NodeKind::Constant:
+          addInitializer(name, nodeHostValue(n));
+          break;
+        case NodeKind::Op:
+          exportNode(n);
+          break;
+      }
+    }
+    bool dynamic = false;
+    for(auto& kv : spec_.dimNames)
+      for(auto& d : kv.second) dynamic = dynamic || !d.empty();
+    for(auto& o : spec_.outputs) {
+      Node* n = o.second.get();
+      if(names_.at(n) != o.first) emit("Identity", {names_.at(n)}, {o.first}, {}, "");
+      setValueInfo(*g->add_output(), o.first, n->value_type(), n->shape(), nullptr, dynamic);
+    }
+    for(auto& d : domains_) {
+      auto* op = model.add_opset_import();
+      op->set_domain(d.first);
+      op->set_version(d.second);
+    }
+    ExportResult r;
+    r.opset = opset_;
+    r.irVersion = model.ir_version();
+    r.nodesByType = nodesByType_;
+    r.initializers = initializers_;
+    r.initializerBytes = initializerBytes_;
+    r.externalData = std::move(external_);
+    r.externalDataFile = options_.externalDataFile;
+    ONYX_CHECK(model.SerializeToString(&r.model), "export: the model does not serialize (over 2 GB? use external data)");
+    return r;
+  }
+
+  // ---- used by the context
+  int opset() const { return opset_; }
+  const std::string& nameOf(Node* n) const {
+    auto it = names_.find(n);
+    ONYX_ASSERT(it != names_.end(), "export: node ", n->getId(), " (", n->type(), ") has no name");
+    return it->second;
+  }
+  std::string fresh(const std::string& base) { return uniqueName(base, taken_); }
+  std::string addConstant(const std::string& base, const Tensor& t) {
+    std::string name = fresh(base);
+    addInitializer(name, t);
+    return name;
+  }
+  void emit(const std::string& opType, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+            const OnnxAttrs& attrs, const std::string& domain) {
+    auto* node = model_.mutable_graph()->add_node();
+    node->set_op_type(opType);
+    if(!domain.empty()) {
+      node->set_domain(domain);
+      if(!domains_.count(domain)) domains_[domain] = 1;
+    }
+    node->set_name(outputs.empty() ? fresh(opType) : outputs[0]);
+    for(auto& i : inputs) node->add_input(i);
+    for(auto& o : outputs) node->add_output(o);
+    for(auto& a : attrs) setAttr(*node->add_attribute(), a.first, a.second);
+    if(!outputs.empty()) {
+      auto d = spec_.nodeDocStrings.find(outputs[0]);
+      if(d != spec_.nodeDocStrings.end()) node->set_doc_string(d->second);
+    }
+    ++nodesByType_[(domain.empty() ? "" : domain + ".") + opType];
+  }
+  void setDomainVersion(const std::string& domain, int v) { domains_[domain] = std::max(domains_[domain], v); }
+
+private:
+  void chooseOpset(const std::vector<std::pair<Node*, std::string>>& named) {
+    if(options_.opset) {
+      ONYX_CHECK(options_.opset >= 1 && options_.opset <= kMaxOpset, "export: target opset ", options_.opset,
+                 " is outside 1..", kMaxOpset);
+      opset_ = options_.opset;
+      return;
+    }
+    opset_ = kDefaultOpset;
+    for(bool changed = true; changed;) {
+      changed = false;
+      for(auto& kv : named) {
+        Node* n = kv.first;
+        if(n->kind() != NodeKind::Op || pickMapping(*n->op(), opset_)) continue;
+        int need = 0;
+        for(const OnnxMapping& m : n->op()->onnxMappings)
+          if((m.domain.empty() || m.domain == "ai.onnx") && (m.importable || m.exporter) && m.since > opset_)
+            need = need ? std::min(need, m.since) : m.since;
+        if(need && need <= kMaxOpset) {
+          opset_ = need;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  void exportNode(Node* n) {
+    const OpDef& op = *n->op();
+    const OnnxMapping* m = pickMapping(op, opset_);
+    std::string where = str("node '", nameOf(n), "' (", op.name, ", opset ", opset_, ")");
+    if(!m) {
+      if(op.onnxMappings.empty())
+        throw Error(str(where, ": has no ONNX form: ", op.noOnnxWhy));
+      throw Error(str(where, ": has no ONNX form at this opset (", describeMappings(op), ")"));
+    }
+    if(!m->domain.empty() && m->domain != "ai.onnx") setDomainVersion(m->domain, m->since);
+    ExportCtxImpl ctx(*this, n, m->opType);
+    try {
+      if(m->exporter)
+        m->exporter(ctx);
+      else
+        ctx.emitDefault(m->opType, {}, {}, {});
+    } catch(const Error& e) {
+      std::string msg = e.what();
+      if(msg.rfind("node '", 0) == 0) throw;
+      throw Error(where + ": " + msg);
+    }
+  }
+
+  void addInitializer(const std::string& name, const Tensor& t) {
+    auto* init = model_.mutable_graph()->add_initializer();
+    tensorToOnnx(*t, *init);
+    init->set_name(name);
+    ++initializers_;
+    initializerBytes_ += static_cast<int64_t>(t->type() == Type::string ? 0 : t->bytes());
+    if(options_.externalDataThreshold >= 0 && t->type() != Type::string &&
+       static_cast<int64_t>(t->bytes()) >= options_.externalDataThreshold && t->bytes() > 0) {
+      ONYX_CHECK(!options_.externalDataFile.empty(), "export: external data needs a file name");
+      // 64-byte alignment, as onnx's own writer does for mmap-friendliness.
+      while(external_.size() % 64) external_ += '\0';
+      size_t offset = external_.size();
+      external_ += init->raw_data();
+      init->clear_raw_data();
+      init->set_data_location(::onnx::TensorProto::EXTERNAL);
+      auto add = [&](const std::string& k, const std::string& v) {
+        auto* e = init->add_external_data();
+        e->set_key(k);
+        e->set_value(v);
+      };
+      add("location", options_.externalDataFile);
+      add("offset", std::to_string(offset));
+      add("length", std::to_string(t->bytes()));
+    }
+  }
+
+  const GraphSpec& spec_;
+  const ExportOptions& options_;
+  ::onnx::ModelProto model_;
+  std::unordered_map<Node*, std::string> names_;
+  std::unordered_set<std::string> taken_;
+  std::map<std::string, int> domains_;
+  std::map<std::string, int> nodesByType_;
+  int64_t initializers_ = 0, initializerBytes_ = 0;
+  std::string external_;
+  int opset_ = kDefaultOpset;
+};
+
+int ExportCtxImpl::opset(const std::string& domain) const {
+  return domain.empty() || domain == "ai.onnx" ? ex_.opset() : 1;
+}
+std::string ExportCtxImpl::input(size_t i) {
+  check(i < n_->numChildren(), "input ", i, " does not exist (", n_->numChildren(), " inputs)");
+  return ex_.nameOf(n_->child(i).get());
+}
+std::string ExportCtxImpl::output() { return ex_.nameOf(n_); }
+std::string ExportCtxImpl::fresh(const std::string& hint) { return ex_.fresh(ex_.nameOf(n_) + "/" + hint); }
+std::string ExportCtxImpl::constant(const Tensor& t, const std::string& hint) {
+  return ex_.addConstant(ex_.nameOf(n_) + "/" + hint, t);
+}
+void ExportCtxImpl::emit(const std::string& opType, const std::vector<std::string>& inputs,
+                         const std::vector<std::string>& outputs, const OnnxAttrs& attrs, const std::string& domain) {
+  ex_.emit(opType, inputs, outputs, attrs, domain);
+}
+
+void ExportCtxImpl::emitDefault(const std::string& opType, const std::vector<std::string>& inputs,
+                                const std::vector<std::string>& skip, const OnnxAttrs& extra) {
+  const OpDef& op = *n_->op();
+  const ::onnx::OpSchema* schema = nullptr;
+  if(ex_.opset() <= onnxCheckerMaxOpset()) schema = ::onnx::OpSchemaRegistry::Schema(opType, ex_.opset(), "");
+  OnnxAttrs attrs;
+  const auto& values = n_->attrValues();
+  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
+    const AttrSpec& spec = op.attrSpecs[k];
+    if(std::find(skip.begin(), skip.end(), spec.name) != skip.end()) continue;
+    const AttrValue& v = values[k];
+    if(emptyList(v)) continue;
+    if(schema && !schema->attributes().count(spec.name)) {
+      check(v == spec.defaultValue, "attribute ", spec.name, "=", attrToString(v), " has no ONNX form in ", opType,
+            " at opset ", ex_.opset());
+      continue;
+    }
+    attrs.emplace_back(spec.name, v);
+  }
+  for(auto& e : extra) attrs.push_back(e);
+  std::vector<std::string> ins = inputs.empty() ? this->inputs() : inputs;
+  ex_.emit(opType, ins, {output()}, attrs, "");
+}
+
+void ExportCtxImpl::failMsg(const std::string& msg) const {
+  throw Error(str("node '", ex_.nameOf(n_), "' (", n_->type(), ", opset ", ex_.opset(), "): ", msg));
+}
+
+}  // namespace
+
+std::vector<std::pair<Node*, std::string>> nameGraphNodes(const GraphSpec& spec) {
+  ONYX_CHECK(!spec.outputs.empty(), "the graph has no outputs");
+  ExpressionGraph* graph = nullptr;
+  for(auto& o : spec.outputs) {
+    ONYX_CHECK(o.second, "output '", o.first, "' is a null expression");
+    ONYX_CHECK(!graph || o.second->graph() == graph, "output '", o.first, "' belongs to another graph");
+    graph = o.second->graph();
+  }
+  // Reachable nodes, plus every input node (an unused input stays an input).
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for(auto& o : spec.outputs) stack.push_back(o.second.get());
+  for(auto& e : graph->nodes())
+    if(e->kind() == NodeKind::Input) stack.push_back(e.get());
+  while(!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if(!seen.insert(n).second) continue;
+    for(size_t i = 0; i < n->numChildren(); ++i) stack.push_back(n->child(i).get());
+  }
+  std::vector<Node*> order(seen.begin(), seen.end());
+  std::sort(order.begin(), order.end(), [](Node* a, Node* b) { return a->getId() < b->getId(); });
+
+  std::unordered_map<Node*, std::string> names;
+  std::unordered_set<std::string> taken;
+  for(Node* n : order)
+    if(n->kind() == NodeKind::Input || n->kind() == NodeKind::Param) {
+      ONYX_CHECK(!n->name().empty(), n->type(), " node ", n->getId(), " has no name");
+      ONYX_CHECK(taken.insert(n->name()).second, "two ", n->type(), " nodes are named '", n->name(), "'");
+      names[n] = n->name();
+    }
+  for(auto& o : spec.outputs) {
+    Node* n = o.second.get();
+    if(names.count(n) || taken.count(o.first)) continue;
+    names[n] = o.first;
+    taken.insert(o.first);
+  }
+  for(Node* n : order) {
+    if(names.count(n)) continue;
+    std::string base = n->name();
+    if(base.empty()) base = n->kind() == NodeKind::Constant ? "const" : n->type();
+    names[n] = uniqueName(base, taken);
+  }
+  std::vector<std::pair<Node*, std::string>> out;
+  for(Node* n : order) out.emplace_back(n, names[n]);
+  return out;
+}
+
+Tensor nodeHostValue(Node* n) {
+  Tensor t = n->graph()->value(Expr(n));
+  if(t->getDeviceId().type != DeviceType::cpu) {
+    Tensor h = TensorBase::create(t->shape(), t->type());
+    h->copyFrom(*t);
+    return h;
+  }
+  return t;
+}
+
+ExportResult exportOnnx(const GraphSpec& spec, const ExportOptions& options) {
+  Exporter ex(spec, options);
+  return ex.run();
+}
+
+int onnxCheckerMaxOpset() {
+  const auto& m = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = m.find("");
+  return it == m.end() ? 0 : it->second.second;
+}
+
+void checkOnnxModel(const std::string& bytes, const std::string& where) {
+  ::onnx::ModelProto m;
+  ONYX_CHECK(m.ParseFromString(bytes), where, ": ONNX checker: the model does not parse");
+  int opset = 0;
+  for(auto& o : m.opset_import())
+    if(o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+  if(opset > onnxCheckerMaxOpset()) return;  // the linked libonnx does not know these schemas
+  try {
+    ::onnx::checker::check_model(m);
+    ::onnx::ShapeInferenceOptions opts{true, 1, false};  // check types, throw on errors
+    ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), opts);
+  } catch(const std::exception& e) {
+    std::string msg = e.what();
+    for(char& c : msg)
+      if(c == '\n') c = ' ';
+    throw Error(str(where, ": ONNX checker: ", msg));
+  }
+}
+
+void writeOnnxModel(const std::string& path, const ExportResult& r) {
+  if(!r.externalData.empty()) {
+    namespace fs = std::filesystem;
+    fs::path dir = fs::path(path).parent_path();
+    io::writeFileAtomic((dir / r.externalDataFile).string(), r.externalData);
+  }
+  io::writeFileAtomic(path, r.model);
+}
+
+}  // namespace onyx
