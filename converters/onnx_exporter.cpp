@@ -446,6 +446,8 @@ ExportResult exportOnnx(const GraphSpec& spec, const ExportOptions& options) {
   return ex.run();
 }
 
+int onnxMaxOpset() { return kMaxOpset; }
+
 int onnxCheckerMaxOpset() {
   const auto& m = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto it = m.find("");

@@ -68,6 +68,8 @@ ExportResult exportOnnx(const GraphSpec& spec, const ExportOptions& options = {}
 // Throws onyx::Error "<where>: ONNX checker: ...".
 void checkOnnxModel(const std::string& modelBytes, const std::string& where);
 int onnxCheckerMaxOpset();
+// The newest opset the exporter (and importer) handles.
+int onnxMaxOpset();
 
 // Writes the model (and its external data file, when there is one) atomically.
 void writeOnnxModel(const std::string& path, const ExportResult& r);

@@ -319,7 +319,11 @@ std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::st
   scopes_.emplace_back();
   try {
     // Initializers: shared constants, or params for training.
-    for(const auto& kv : initializers_) {
+    // In the file's order, so that an exported model imports back to the same graph.
+    for(const auto& init : g.initializer()) {
+      auto it = initializers_.find(init.name());
+      if(it == initializers_.end()) continue;
+      const auto& kv = *it;
       if(inputs.count(kv.first)) continue;  // a graph input overrides its initializer
       const Tensor& t = kv.second;
       Expr e;

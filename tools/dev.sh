@@ -54,6 +54,11 @@ case "${1:-}" in
     # The bundled ONNX model: import, run, compare with onnxruntime's outputs.
     "$BUILD_DIR"/tools/onnx-run models/onnx/tiny_mlp/model.onnx \
       --test-data models/onnx/tiny_mlp/test_data_set_0 --output-dir "$out"
+    # ONNX -> native .npz -> ONNX, and the exported model checked again.
+    "$BUILD_DIR"/tools/onnx-import models/onnx/tiny_mlp/model.onnx -o "$out/tiny_mlp.npz" \
+      --check-with models/onnx/tiny_mlp/test_data_set_0
+    "$BUILD_DIR"/tools/onnx-export "$out/tiny_mlp.npz" -o "$out/tiny_mlp.onnx" --dynamic-axis x:0=batch
+    "$BUILD_DIR"/tools/onnx-run "$out/tiny_mlp.onnx" --test-data models/onnx/tiny_mlp/test_data_set_0
     echo "outputs in $out"
     ;;
   test)

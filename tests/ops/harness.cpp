@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <cstring>
+#include <map>
 #include <set>
 
 namespace onyx {
@@ -210,6 +212,152 @@ TEST_P(OpHarness, ForwardAndGradient) {
   EXPECT_GT(checked, 0) << c.op << "/" << c.name << ": gradient check covered no input";
 }
 
+// ---- ONNX and native round trips
+
+// The case's graph with float/int/bool inputs as graph inputs (constant-only
+// inputs stay constants), bound to the case's values.
+struct BuiltIo {
+  Ptr<ExpressionGraph> g;
+  std::map<std::string, Tensor> feeds;
+  Expr y;
+};
+BuiltIo buildWithInputs(const OpCase& c, const std::vector<Ref>& ins, Type ft) {
+  BuiltIo b;
+  b.g = New<ExpressionGraph>();
+  b.g->setDevice({0, DeviceType::cpu});
+  b.g->setDefaultElementType(ft);
+  std::vector<Expr> xs;
+  Rng rng(1);
+  for(size_t i = 0; i < ins.size(); ++i) {
+    const InputSpec& s = c.inputs[i];
+    Type t = inputType(s, ft);
+    Shape shape(ins[i].shape);
+    if(!s.differentiable && !s.integer && !s.boolean) {  // constantInput
+      xs.push_back(b.g->constant(shape, inits::fromVector(ins[i].v), t));
+      continue;
+    }
+    std::string name = "x" + std::to_string(i);
+    Tensor v = TensorBase::create(shape, t);
+    inits::fromVector(ins[i].v)(*v, rng);
+    Expr e = b.g->input(name, shape, t);
+    e->bind(v);
+    b.feeds[name] = v;
+    xs.push_back(e);
+  }
+  b.y = c.build(xs);
+  return b;
+}
+
+bool sameBits(const Tensor& a, const Tensor& b) {
+  if(a->type() != b->type() || a->shape() != b->shape()) return false;
+  if(a->type() == Type::string) return a->strings() == b->strings();
+  return a->bytes() == 0 || std::memcmp(a->raw(), b->raw(), a->bytes()) == 0;
+}
+
+// The target opsets that exercise each ONNX mapping of an op: both ends of
+// every opset range (from 7, the oldest opset Onyx's importer is tested on,
+// up to the newest it reads).
+std::vector<int> exportOpsets(const OpDef& op) {
+  std::set<int> s;
+  for(const OnnxMapping& m : op.onnxMappings) {
+    if(!m.domain.empty()) continue;
+    if(!m.importable && !m.exporter) continue;
+    int lo = std::max(m.since, 7), hi = std::min(m.until, onnxMaxOpset());
+    if(lo > hi) continue;
+    s.insert(lo);
+    s.insert(hi);
+  }
+  return {s.begin(), s.end()};
+}
+
+class OpRoundTrip : public ::testing::TestWithParam<size_t> {};
+
+// Every case's graph exports to ONNX for each opset range of its op, passes
+// the ONNX checker (opsets libonnx knows), and imports back to a graph that
+// computes the same bits; the native format reloads to the same bits too. An
+// op with no ONNX form is refused with a message naming the node and op.
+TEST_P(OpRoundTrip, OnnxAndNative) {
+  const OpCase& c = cases()[GetParam()];
+  const OpDef& op = Registry::instance().get(c.op);
+  auto ins = makeInputs(c, 42 + GetParam());
+  BuiltIo b = buildWithInputs(c, ins, Type::float32);
+  b.g->setSeed(5);
+  b.y->keepValue();
+  b.g->forward();
+  Tensor want = b.y->val();
+  GraphSpec spec;
+  spec.outputs = {{"y", b.y}};
+  std::string tag = c.op + "/" + c.name;
+
+  // Native: save, reload into a fresh graph, same bits.
+  std::string npz = ::testing::TempDir() + "/onyx_rt_" + std::to_string(GetParam()) + ".npz";
+  saveNative(npz, spec);
+  {
+    auto g2 = New<ExpressionGraph>();
+    g2->setSeed(5);
+    GraphSpec s2 = loadNative(npz, *g2);
+    for(auto& kv : b.feeds) g2->bindInput(kv.first, kv.second);
+    ASSERT_EQ(s2.outputs.size(), 1u);
+    Expr y2 = s2.outputs[0].second;
+    y2->keepValue();
+    g2->forward();
+    if(!c.stochastic) EXPECT_TRUE(sameBits(want, y2->val())) << tag << ": native round trip changed the output";
+    EXPECT_EQ(nativeGraphJson(s2), nativeGraphJson(spec)) << tag << ": native round trip changed the graph";
+  }
+  std::remove(npz.c_str());
+
+  auto opsets = exportOpsets(op);
+  if(opsets.empty()) {
+    try {
+      exportOnnx(spec, {});
+      ADD_FAILURE() << tag << ": op without an ONNX form was exported";
+    } catch(const Error& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find(c.op), std::string::npos) << tag << ": refusal does not name the op: " << msg;
+      EXPECT_NE(msg.find("node '"), std::string::npos) << tag << ": refusal does not name the node: " << msg;
+    }
+    return;
+  }
+  for(int opset : opsets) {
+    SCOPED_TRACE(tag + " at opset " + std::to_string(opset));
+    ExportOptions eo;
+    eo.opset = opset;
+    ExportResult r;
+    try {
+      r = exportOnnx(spec, eo);
+      checkOnnxModel(r.model, tag);
+    } catch(const Error& e) {
+      // Below the newest opset of a range, ONNX itself may lack what the case
+      // uses: the ONNX op of that opset may not take the element type (the
+      // checker says "unsupported type"), or another op of the case's graph
+      // may have no ONNX form yet at that opset (ONNX's type lists grew over
+      // the opsets). Those refusals are correct; the newest opset must work.
+      std::string msg = e.what();
+      bool typeLimit = msg.find("has unsupported type") != std::string::npos;
+      bool otherOpTooNew = msg.find("has no ONNX form at this opset") != std::string::npos &&
+                           msg.find("(" + c.op + ", opset") == std::string::npos;
+      if(opset != opsets.back() && (typeLimit || otherOpTooNew)) continue;
+      ADD_FAILURE() << msg;
+      continue;
+    }
+    std::string path = ::testing::TempDir() + "/onyx_rt_" + std::to_string(GetParam()) + ".onnx";
+    io::writeFileAtomic(path, r.model);
+    try {
+      auto model = Model::load(path);
+      Session session(model);
+      auto out = session.run(b.feeds);
+      ASSERT_EQ(out.count("y"), 1u);
+      if(c.stochastic)
+        EXPECT_EQ(out["y"]->shape(), want->shape());
+      else
+        EXPECT_TRUE(sameBits(want, out["y"])) << "the re-imported model computes different bits";
+    } catch(const Error& e) {
+      ADD_FAILURE() << "re-import: " << e.what();
+    }
+    std::remove(path.c_str());
+  }
+}
+
 std::string caseName(const ::testing::TestParamInfo<size_t>& info) {
   const OpCase& c = cases()[info.param];
   std::string s = c.op + "_" + c.name;
@@ -225,6 +373,7 @@ std::vector<size_t> allCaseIndices() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, OpHarness, ::testing::ValuesIn(allCaseIndices()), caseName);
+INSTANTIATE_TEST_SUITE_P(Registry, OpRoundTrip, ::testing::ValuesIn(allCaseIndices()), caseName);
 
 // Every op in the registry is complete and has at least one case.
 TEST(OpRegistry, EveryOpIsComplete) {

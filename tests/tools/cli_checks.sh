@@ -57,5 +57,77 @@ echo "case wrong reference on purpose" > "$T/known.txt"
 "$BIN/onnx-test" "$T/case" --known-failures "$T/known.txt" > "$T/o"; rc=$?
 check "onnx-test counts a listed failure as skipped" sh -c "[ $rc -eq 0 ] && tail -1 '$T/o' | grep -qx '0 passed, 0 failed, 1 skipped'"
 
+# ---- onnx-import / onnx-export: the round trip of the bundled model.
+"$BIN/onnx-import" "$M/model.onnx" -o "$T/tiny.npz" --check-with "$M/test_data_set_0" > "$T/o" 2> "$T/e"
+check "onnx-import --check-with matches the reference" sh -c "[ $? -eq 0 ] && grep -q 'outputs match' '$T/o'"
+check "onnx-import summary lists ops and params" grep -q "params" "$T/o"
+check "the native model is readable with numpy" python3 -c "
+import numpy as np, json
+z = np.load('$T/tiny.npz')
+g = json.loads(z['graph.json'])
+assert g['format'] == 'onyx-native' and g['inputs'][0]['name'] == 'x', g['inputs']
+params = [n for n in g['nodes'] if n.get('kind') == 'param']
+assert params and all(z[n['name']].shape == tuple(n['shape']) for n in params)
+assert any(n.get('op') for n in g['nodes'])"
+"$BIN/onnx-export" "$T/tiny.npz" -o "$T/tiny.onnx" --dynamic-axis x:0=batch > "$T/o" 2> "$T/e"
+check "onnx-export writes a checked model" sh -c "[ $? -eq 0 ] && grep -q 'validated by' '$T/o' && grep -q 'opset 17' '$T/o'"
+"$BIN/onnx-run" "$T/tiny.onnx" --test-data "$M/test_data_set_0" > "$T/o" 2> "$T/e"
+check "the exported model matches the reference in Onyx" [ $? -eq 0 ]
+check "the exported model runs in onnxruntime with another batch size" python3 -c "
+import numpy as np, onnxruntime as ort, onnx
+m = onnx.load('$T/tiny.onnx'); onnx.checker.check_model(m, full_check=True)
+assert m.graph.input[0].type.tensor_type.shape.dim[0].dim_param == 'batch'
+s = ort.InferenceSession('$T/tiny.onnx', providers=['CPUExecutionProvider'])
+y = s.run(None, {'x': np.ones((7, 4), np.float32)})[0]
+assert y.shape == (7, 3) and abs(y.sum() - 7) < 1e-4, y"
+"$BIN/onnx-import" "$T/tiny.onnx" -o "$T/tiny2.npz" > /dev/null 2>&1 && "$BIN/onnx-export" "$T/tiny2.npz" -o "$T/tiny2.onnx" > /dev/null 2>&1
+check "a second round trip gives the same file" cmp -s "$T/tiny.onnx" "$T/tiny2.onnx"
+
+# Bad native models: one line naming the file, exit 1, the existing output untouched.
+echo precious > "$T/keep.onnx"
+head -c 300 "$T/tiny.npz" > "$T/trunc.npz"
+python3 - "$T" <<'PY'
+import json, sys, zipfile
+t = sys.argv[1]
+src = zipfile.ZipFile(f"{t}/tiny.npz")
+g = json.loads(src.read("graph.json"))
+def write(name, graph=None, replace=None):
+    with zipfile.ZipFile(f"{t}/{name}.npz", "w") as z:
+        for n in src.namelist():
+            if n == "graph.json":
+                z.writestr(n, json.dumps(graph) if graph is not None else "{not json")
+            elif replace and n == replace[0]:
+                z.writestr(n, replace[1])
+            else:
+                z.writestr(n, src.read(n))
+import copy, io, numpy as np
+bad = copy.deepcopy(g); [n for n in bad["nodes"] if n.get("op")][0]["op"] = "no_such_op"
+write("unknown_op", bad)
+write("bad_json")
+p = [n for n in g["nodes"] if n.get("kind") == "param"][0]
+buf = io.BytesIO(); np.save(buf, np.zeros([d + 1 for d in p["shape"]], np.float32))
+write("bad_shape", g, (p["name"] + ".npy", buf.getvalue()))
+tri = {"format": "onyx-native", "version": 1,
+       "inputs": [{"name": "x", "type": "float32", "shape": [3, 3]}],
+       "nodes": [{"name": "y", "op": "trilu", "inputs": ["x"], "attrs": {"upper": 1, "k": 0},
+                  "type": "float32", "shape": [3, 3]}],
+       "outputs": [{"name": "y", "node": "y"}]}
+with zipfile.ZipFile(f"{t}/trilu.npz", "w") as z:
+    z.writestr("graph.json", json.dumps(tri))
+PY
+for f in trunc unknown_op bad_json bad_shape; do
+  "$BIN/onnx-export" "$T/$f.npz" -o "$T/keep.onnx" > "$T/o" 2> "$T/e"; rc=$?
+  check "onnx-export $f: exit 1, one line naming the file" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q '$f.npz' '$T/e'"
+  check "onnx-export $f: the existing output is untouched" grep -qx precious "$T/keep.onnx"
+done
+check "unknown op is named" grep -q "unknown op 'no_such_op'" <("$BIN/onnx-export" "$T/unknown_op.npz" -o "$T/keep.onnx" 2>&1)
+check "a param of the wrong shape is named" grep -q "contradicts\|but the graph says" <("$BIN/onnx-export" "$T/bad_shape.npz" -o "$T/keep.onnx" 2>&1)
+"$BIN/onnx-export" "$T/trilu.npz" -o "$T/keep.onnx" --opset 13 > "$T/o" 2> "$T/e"; rc=$?
+check "a node with no ONNX form at the opset is refused naming node and op" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q \"node 'y' (trilu, opset 13)\" '$T/e' && grep -qx precious '$T/keep.onnx'"
+"$BIN/onnx-export" "$T/trilu.npz" -o "$T/tri.onnx" > "$T/o" 2> "$T/e"
+check "a hand-written graph.json exports (opset raised to Trilu's 14)" sh -c "[ $? -eq 0 ] && grep -q 'opset 17' '$T/o'"
+"$BIN/onnx-import" "$T/trunc.onnx" -o "$T/keep.onnx" > "$T/o" 2> "$T/e"; rc=$?
+check "onnx-import of a truncated model: exit 1, output untouched" sh -c "[ $rc -eq 1 ] && grep -qx precious '$T/keep.onnx'"
+
 echo "$fails failed"
 [ $fails -eq 0 ]

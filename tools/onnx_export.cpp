@@ -1,0 +1,128 @@
+// onnx-export: native Onyx model (.npz) -> ONNX, validated by the ONNX checker
+// before it is written (temporary file + rename).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include <onyx/converters/native_model.h>
+#include <onyx/onnx/onnx_model.h>
+
+#include "tool_common.h"
+
+using namespace onyx;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shellQuote(const std::string& s) {
+  std::string r = "'";
+  for(char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+// Opsets newer than the linked libonnx's are checked by Python's onnx (full
+// check with shape inference) when it is installed. Returns "" when the model
+// passed, "skip: why" when no checker could run, else the checker's message.
+std::string pythonCheck(const std::string& path) {
+  if(std::system("python3 -c 'import onnx' >/dev/null 2>&1") != 0) return "skip: python3 with the onnx package is not available";
+  std::string err = path + ".check";
+  std::string cmd = "python3 -c 'import onnx, sys; onnx.checker.check_model(sys.argv[1], full_check=True)' " +
+                    shellQuote(path) + " 2>" + shellQuote(err);
+  int rc = std::system(cmd.c_str());
+  std::string msg;
+  if(rc != 0) {
+    std::string all = readFileBytes(err);
+    size_t last = all.find_last_not_of("\n");
+    all = all.substr(0, last + 1);
+    size_t nl = all.rfind('\n');
+    msg = nl == std::string::npos ? all : all.substr(nl + 1);
+    if(msg.empty()) msg = "python's onnx checker failed";
+  }
+  std::remove(err.c_str());
+  return msg;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Exports a native Onyx model (.npz, as onnx-import writes it) to ONNX.\n\n"
+               "Examples:\n"
+               "  onnx-export model.npz -o model.onnx\n"
+               "  onnx-export model.npz -o model.onnx --opset 21\n"
+               "  onnx-export mlp.npz -o mlp.onnx --dynamic-axis input:0=batch\n"
+               "  onnx-export big.npz -o big.onnx --external-data-threshold 1024\n"};
+  std::string inPath, outPath;
+  std::vector<std::string> dynamicAxes;
+  ExportOptions eo;
+  int64_t threshold = -1;
+  app.add_option("model", inPath, "the native model (.npz)")->required();
+  app.add_option("-o,--output", outPath, "the .onnx file to write")->required();
+  app.add_option("--opset", eo.opset, "target opset (default: 17, or the lowest above it that every node supports)");
+  app.add_option("--dynamic-axis", dynamicAxes, "INPUT:AXIS=NAME: make that input dim symbolic (repeatable)");
+  app.add_option("--external-data-threshold", threshold,
+                 "initializers of at least this many bytes go to <output>.data (default: never)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    ExpressionGraph graph;
+    GraphSpec spec = loadNative(inPath, graph);
+    for(const auto& d : dynamicAxes) {
+      size_t colon = d.find(':'), eq = d.find('=');
+      if(colon == std::string::npos || eq == std::string::npos || eq < colon || colon == 0 || eq + 1 == d.size())
+        throw Error(str("--dynamic-axis '", d, "': expected INPUT:AXIS=NAME"));
+      std::string input = d.substr(0, colon), name = d.substr(eq + 1);
+      int64_t axis = 0;
+      try {
+        axis = std::stoll(d.substr(colon + 1, eq - colon - 1));
+      } catch(const std::exception&) {
+        throw Error(str("--dynamic-axis '", d, "': axis '", d.substr(colon + 1, eq - colon - 1), "' is not a number"));
+      }
+      Expr in = graph.get(input);
+      if(!in || in->kind() != NodeKind::Input) throw Error(str("--dynamic-axis '", d, "': the graph has no input '", input, "'"));
+      if(axis < 0 || axis >= in->shape().rank())
+        throw Error(str("--dynamic-axis '", d, "': input '", input, "' has rank ", in->shape().rank()));
+      auto& names = spec.dimNames[input];
+      names.resize(static_cast<size_t>(in->shape().rank()));
+      names[static_cast<size_t>(axis)] = name;
+    }
+    if(threshold >= 0) {
+      eo.externalDataThreshold = threshold;
+      eo.externalDataFile = fs::path(outPath).filename().string() + ".data";
+    }
+    ExportResult r = exportOnnx(spec, eo);
+    checkOnnxModel(r.model, outPath);
+    // Validate in a temporary file next to the output, then rename it into place.
+    std::string tmp = outPath + ".tmp." + std::to_string(::getpid());
+    std::string checker = "libonnx " + std::to_string(onnxCheckerMaxOpset()) + " checker + strict shape inference";
+    if(r.opset > onnxCheckerMaxOpset()) {
+      writeOnnxModel(tmp, r);
+      std::string msg = pythonCheck(tmp);
+      if(!msg.empty() && msg.rfind("skip: ", 0) != 0) {
+        std::remove(tmp.c_str());
+        throw Error(str(outPath, ": ONNX checker: ", msg));
+      }
+      checker = msg.empty() ? "python onnx checker (full_check)"
+                            : "not checked (" + msg.substr(6) + "; libonnx knows opsets up to " +
+                                  std::to_string(onnxCheckerMaxOpset()) + ")";
+      if(std::rename(tmp.c_str(), outPath.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw Error(str(outPath, ": cannot rename the temporary file into place"));
+      }
+    } else {
+      writeOnnxModel(outPath, r);
+    }
+    std::cout << outPath << ": opset " << r.opset << ", IR " << r.irVersion << ", " << r.initializers
+              << " initializers (" << r.initializerBytes << " bytes" << (r.externalData.empty() ? "" : ", external")
+              << "), validated by " << checker << "\n  nodes:";
+    for(auto& kv : r.nodesByType) std::cout << " " << kv.first << " x" << kv.second;
+    std::cout << "\n";
+    return 0;
+  } catch(const std::exception& e) {
+    std::cerr << "onnx-export: " << e.what() << "\n";
+    return 1;
+  }
+}
