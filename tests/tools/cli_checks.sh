@@ -129,5 +129,12 @@ check "a hand-written graph.json exports (opset raised to Trilu's 14)" sh -c "[ 
 "$BIN/onnx-import" "$T/trunc.onnx" -o "$T/keep.onnx" > "$T/o" 2> "$T/e"; rc=$?
 check "onnx-import of a truncated model: exit 1, output untouched" sh -c "[ $rc -eq 1 ] && grep -qx precious '$T/keep.onnx'"
 
+"$BIN/onnx-export" "$T/trilu.npz" -o "$T/tri21.onnx" --opset 21 > "$T/o" 2> "$T/e"
+check "above libonnx's opsets, python's onnx checker validates" sh -c "[ $? -eq 0 ] && grep -q 'opset 21' '$T/o' && grep -q 'python onnx checker' '$T/o'"
+"$BIN/onnx-export" "$T/tiny.npz" -o "$T/ext.onnx" --external-data-threshold 16 > "$T/o" 2> "$T/e"
+check "large initializers go to external data" sh -c "[ $? -eq 0 ] && [ -s '$T/ext.onnx.data' ]"
+"$BIN/onnx-run" "$T/ext.onnx" --test-data "$M/test_data_set_0" > "$T/o" 2> "$T/e"
+check "the model with external data runs and matches" [ $? -eq 0 ]
+
 echo "$fails failed"
 [ $fails -eq 0 ]
