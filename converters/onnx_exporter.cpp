@@ -191,6 +191,7 @@ public:
           break;
       }
     }
+    for(auto& d : deferred_) addInitializer(d.first, d.second);
     bool dynamic = false;
     for(auto& kv : spec_.dimNames)
       for(auto& d : kv.second) dynamic = dynamic || !d.empty();
@@ -224,9 +225,12 @@ public:
     return it->second;
   }
   std::string fresh(const std::string& base) { return uniqueName(base, taken_); }
+  // Initializers made by exporters come after the graph's own params and
+  // constants, so that a re-imported model (where they are ordinary
+  // initializers) exports them in the same order.
   std::string addConstant(const std::string& base, const Tensor& t) {
     std::string name = fresh(base);
-    addInitializer(name, t);
+    deferred_.emplace_back(name, t);
     return name;
   }
   void emit(const std::string& opType, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
@@ -333,6 +337,7 @@ private:
   std::map<std::string, int> nodesByType_;
   int64_t initializers_ = 0, initializerBytes_ = 0;
   std::string external_;
+  std::vector<std::pair<std::string, Tensor>> deferred_;
   int opset_ = kDefaultOpset;
 };
 
