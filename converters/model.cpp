@@ -1,5 +1,7 @@
 #include <onyx/converters/model.h>
 
+#include <algorithm>
+
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/converters/onnx_importer.h>
 #include <onyx/graph/expression_graph.h>
@@ -66,9 +68,19 @@ const std::string& Model::path() const { return file_->path; }
 int Model::opset(const std::string& domain) const { return file_->opset(domain); }
 
 // Input nodes for tensors (bound to them); sequences and optionals become constants.
-static std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const HostValues& inputs) {
+// Input nodes are created in the model's input order, so that an exported
+// graph declares its inputs in that order too.
+static std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const Model& model, const HostValues& inputs) {
   std::map<std::string, OnnxValue> in;
-  for(const auto& kv : inputs) {
+  std::vector<const HostValues::value_type*> ordered;
+  for(const auto& i : model.inputs()) {
+    auto it = inputs.find(i.name);
+    if(it != inputs.end()) ordered.push_back(&*it);
+  }
+  for(const auto& kv : inputs)
+    if(std::find(ordered.begin(), ordered.end(), &kv) == ordered.end()) ordered.push_back(&kv);
+  for(const auto* p : ordered) {
+    const auto& kv = *p;
     const HostValue& v = kv.second;
     if(v.kind == OnnxValue::Kind::Tensor) {
       Expr e = g.input(kv.first, v.tensor->shape(), v.tensor->type());
@@ -87,17 +99,20 @@ static std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const Ho
 
 ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable) {
   OnnxGraphImporter imp(model.file(), model.initializers(), graph, ImportOptions{trainable});
-  auto outs = imp.build(graphInputs(graph, inputs));
+  auto outs = imp.build(graphInputs(graph, model, inputs));
   ImportedGraph r;
   r.valueDependent = imp.valueDependent();
   r.inputNodes = imp.inputNodes();
   const auto& proto = model.file().proto;
   for(const auto& o : model.outputs()) {
     const OnnxValue& v = outs.at(o.name);
+    if(v.kind == OnnxValue::Kind::Sequence) {
+      r.spec.sequenceOutputs.emplace_back(o.name, GraphSpec::Sequence{v.sequence, v.elemType});
+      continue;
+    }
     if(v.kind != OnnxValue::Kind::Tensor)
-      throw Error(str(model.path(), ": output '", o.name, "' is ",
-                      v.kind == OnnxValue::Kind::Sequence ? "a sequence" : "an absent optional",
-                      "; a graph file holds tensor outputs only"));
+      throw Error(str(model.path(), ": output '", o.name, "' is an absent optional; a graph file holds tensor and "
+                      "sequence outputs only"));
     r.spec.outputs.emplace_back(o.name, v.tensor);
   }
   for(const auto& i : model.inputs()) {
@@ -203,7 +218,7 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     ExpressionGraph& g = *fresh->graph;
     g.setDevice(options_.device);
     g.setInference(!options_.trainable);
-    std::map<std::string, OnnxValue> in = graphInputs(g, inputs);
+    std::map<std::string, OnnxValue> in = graphInputs(g, *model_, inputs);
     OnnxGraphImporter imp(model_->file(), model_->initializers(), g, ImportOptions{options_.trainable});
     fresh->outputs = imp.build(in);
     fresh->inputNodes = imp.inputNodes();

@@ -160,6 +160,15 @@ NativeParts buildNative(const GraphSpec& spec, bool withArrays) {
     j.set("node", Value::string(names.at(o.second.get())));
     outputs.push(j);
   }
+  for(auto& o : spec.sequenceOutputs) {
+    Value j = Value::object();
+    j.set("name", Value::string(o.first));
+    Value items = Value::array();
+    for(auto& e : o.second.items) items.push(Value::string(names.at(e.get())));
+    j.set("sequence", items);
+    if(o.second.elemType != Type::undefined) j.set("elem_type", Value::string(typeName(o.second.elemType)));
+    outputs.push(j);
+  }
   root.set("inputs", inputs);
   root.set("nodes", nodes);
   root.set("outputs", outputs);
@@ -323,6 +332,18 @@ GraphSpec loadNative(const std::string& path, ExpressionGraph& graph) {
   for(size_t k = 0; k < outputs.size(); ++k) {
     std::string at = str(where, ": outputs[", k, "]");
     std::string name = outputs[k].at("name", at).asString(at + ": name");
+    if(const Value* seq = outputs[k].find("sequence")) {
+      GraphSpec::Sequence s;
+      for(auto& item : seq->asArray(at + ": sequence")) {
+        std::string node = item.asString(at + ": sequence");
+        auto it = values.find(node);
+        ONYX_CHECK(it != values.end(), at, ": output '", name, "' names node '", node, "', which the graph does not define");
+        s.items.push_back(it->second);
+      }
+      if(const Value* t = outputs[k].find("elem_type")) s.elemType = typeFromName(t->asString(at + ": elem_type"));
+      spec.sequenceOutputs.emplace_back(name, std::move(s));
+      continue;
+    }
     std::string node = outputs[k].at("node", at).asString(at + ": node");
     auto it = values.find(node);
     ONYX_CHECK(it != values.end(), at, ": output '", name, "' names node '", node, "', which the graph does not define");

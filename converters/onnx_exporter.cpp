@@ -154,13 +154,14 @@ public:
   Exporter(const GraphSpec& spec, const ExportOptions& options) : spec_(spec), options_(options) {}
 
   ExportResult run() {
-    ONYX_CHECK(!spec_.outputs.empty(), "export: the graph has no outputs");
+    ONYX_CHECK(!spec_.outputs.empty() || !spec_.sequenceOutputs.empty(), "export: the graph has no outputs");
     auto named = nameGraphNodes(spec_);
     for(auto& kv : named) {
       names_[kv.first] = kv.second;
       taken_.insert(kv.second);
     }
     for(auto& o : spec_.outputs) taken_.insert(o.first);
+    for(auto& o : spec_.sequenceOutputs) taken_.insert(o.first);
     chooseOpset(named);
 
     auto& model = model_;
@@ -199,6 +200,24 @@ public:
       Node* n = o.second.get();
       if(names_.at(n) != o.first) emit("Identity", {names_.at(n)}, {o.first}, {}, "");
       setValueInfo(*g->add_output(), o.first, n->value_type(), n->shape(), nullptr, dynamic);
+    }
+    for(auto& o : spec_.sequenceOutputs) {
+      ONYX_CHECK(opset_ >= 11, "export: sequence output '", o.first, "' needs opset 11 or later (target ", opset_, ")");
+      Type t = o.second.elemType;
+      std::vector<std::string> items;
+      for(const Expr& e : o.second.items) {
+        items.push_back(names_.at(e.get()));
+        if(t == Type::undefined) t = e->value_type();
+      }
+      ONYX_CHECK(t != Type::undefined, "export: sequence output '", o.first, "' is empty and has no element type");
+      if(items.empty())
+        emit("SequenceEmpty", {}, {o.first}, {{"dtype", int64_t(static_cast<int>(t))}}, "");
+      else
+        emit("SequenceConstruct", items, {o.first}, {}, "");
+      auto* vi = g->add_output();
+      vi->set_name(o.first);
+      vi->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
+          static_cast<int32_t>(t));
     }
     for(auto& d : domains_) {
       auto* op = model.add_opset_import();
@@ -389,17 +408,21 @@ void ExportCtxImpl::failMsg(const std::string& msg) const {
 }  // namespace
 
 std::vector<std::pair<Node*, std::string>> nameGraphNodes(const GraphSpec& spec) {
-  ONYX_CHECK(!spec.outputs.empty(), "the graph has no outputs");
+  ONYX_CHECK(!spec.outputs.empty() || !spec.sequenceOutputs.empty(), "the graph has no outputs");
   ExpressionGraph* graph = nullptr;
-  for(auto& o : spec.outputs) {
-    ONYX_CHECK(o.second, "output '", o.first, "' is a null expression");
-    ONYX_CHECK(!graph || o.second->graph() == graph, "output '", o.first, "' belongs to another graph");
-    graph = o.second->graph();
-  }
+  std::vector<Node*> stack;
+  auto root = [&](const std::string& name, const Expr& e) {
+    ONYX_CHECK(e, "output '", name, "' is a null expression");
+    ONYX_CHECK(!graph || e->graph() == graph, "output '", name, "' belongs to another graph");
+    graph = e->graph();
+    stack.push_back(e.get());
+  };
+  for(auto& o : spec.outputs) root(o.first, o.second);
+  for(auto& o : spec.sequenceOutputs)
+    for(auto& e : o.second.items) root(o.first, e);
+  ONYX_CHECK(graph, "the graph's outputs are empty sequences only");
   // Reachable nodes, plus every input node (an unused input stays an input).
   std::unordered_set<Node*> seen;
-  std::vector<Node*> stack;
-  for(auto& o : spec.outputs) stack.push_back(o.second.get());
   for(auto& e : graph->nodes())
     if(e->kind() == NodeKind::Input) stack.push_back(e.get());
   while(!stack.empty()) {
@@ -425,6 +448,7 @@ std::vector<std::pair<Node*, std::string>> nameGraphNodes(const GraphSpec& spec)
     names[n] = o.first;
     taken.insert(o.first);
   }
+  for(auto& o : spec.sequenceOutputs) taken.insert(o.first);
   for(Node* n : order) {
     if(names.count(n)) continue;
     std::string base = n->name();

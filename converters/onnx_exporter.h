@@ -24,6 +24,13 @@ namespace onyx {
 // descriptive fields kept from an imported model.
 struct GraphSpec {
   std::vector<std::pair<std::string, Expr>> outputs;
+  // Outputs that are sequences of tensors (exported as SequenceConstruct, or
+  // SequenceEmpty of elemType), after the tensor outputs.
+  struct Sequence {
+    std::vector<Expr> items;
+    Type elemType = Type::undefined;
+  };
+  std::vector<std::pair<std::string, Sequence>> sequenceOutputs;
   // Input name -> one entry per axis: a symbolic dim name, or "" for a fixed dim.
   std::map<std::string, std::vector<std::string>> dimNames;
   std::string graphName = "onyx";
