@@ -29,6 +29,8 @@ std::string OnnxExportCtx::scalarConst(double v, Type type, const std::string& h
   return constant(t, hint);
 }
 
+void OnnxExportCtx::failMsg(const std::string& msg) const { throw Error(where() + ": " + msg); }
+
 std::vector<std::string> OnnxExportCtx::inputs() {
   std::vector<std::string> v;
   for(size_t i = 0; i < numInputs(); ++i) v.push_back(input(i));
@@ -126,6 +128,11 @@ std::string describeMappings(const OpDef& op) {
 
 class Exporter;
 
+// Thrown by requireOpset() under an automatic target opset: restart there.
+struct OpsetNeeded {
+  int opset;
+};
+
 class ExportCtxImpl : public OnnxExportCtx {
 public:
   ExportCtxImpl(Exporter& ex, Node* n, const std::string& opType) : ex_(ex), n_(n), opType_(opType) {}
@@ -139,9 +146,8 @@ public:
             const OnnxAttrs& attrs, const std::string& domain) override;
   void emitDefault(const std::string& opType, const std::vector<std::string>& inputs,
                    const std::vector<std::string>& skip, const OnnxAttrs& extra) override;
-
-protected:
-  [[noreturn]] void failMsg(const std::string& msg) const override;
+  void requireOpset(int need, const std::string& what) override;
+  std::string where() const override;
 
 private:
   Exporter& ex_;
@@ -151,7 +157,7 @@ private:
 
 class Exporter {
 public:
-  Exporter(const GraphSpec& spec, const ExportOptions& options) : spec_(spec), options_(options) {}
+  Exporter(const GraphSpec& spec, const ExportOptions& options, int floor) : spec_(spec), options_(options), floor_(floor) {}
 
   ExportResult run() {
     ONYX_CHECK(!spec_.outputs.empty() || !spec_.sequenceOutputs.empty(), "export: the graph has no outputs");
@@ -238,6 +244,7 @@ public:
 
   // ---- used by the context
   int opset() const { return opset_; }
+  bool autoOpset() const { return options_.opset == 0; }
   const std::string& nameOf(Node* n) const {
     auto it = names_.find(n);
     ONYX_ASSERT(it != names_.end(), "export: node ", n->getId(), " (", n->type(), ") has no name");
@@ -280,7 +287,7 @@ private:
       opset_ = options_.opset;
       return;
     }
-    opset_ = kDefaultOpset;
+    opset_ = std::max(kDefaultOpset, floor_);
     for(bool changed = true; changed;) {
       changed = false;
       for(auto& kv : named) {
@@ -358,6 +365,7 @@ private:
   std::string external_;
   std::vector<std::pair<std::string, Tensor>> deferred_;
   int opset_ = kDefaultOpset;
+  int floor_ = 0;
 };
 
 int ExportCtxImpl::opset(const std::string& domain) const {
@@ -401,8 +409,14 @@ void ExportCtxImpl::emitDefault(const std::string& opType, const std::vector<std
   ex_.emit(opType, ins, {output()}, attrs, "");
 }
 
-void ExportCtxImpl::failMsg(const std::string& msg) const {
-  throw Error(str("node '", ex_.nameOf(n_), "' (", n_->type(), ", opset ", ex_.opset(), "): ", msg));
+void ExportCtxImpl::requireOpset(int need, const std::string& what) {
+  if(ex_.opset() >= need) return;
+  if(ex_.autoOpset() && need <= kMaxOpset) throw OpsetNeeded{need};
+  fail(what, " needs opset ", need, " or later (export with --opset ", need, ")");
+}
+
+std::string ExportCtxImpl::where() const {
+  return str("node '", ex_.nameOf(n_), "' (", n_->type(), ", opset ", ex_.opset(), ")");
 }
 
 }  // namespace
@@ -471,8 +485,16 @@ Tensor nodeHostValue(Node* n) {
 }
 
 ExportResult exportOnnx(const GraphSpec& spec, const ExportOptions& options) {
-  Exporter ex(spec, options);
-  return ex.run();
+  int floor = 0;
+  for(;;) {
+    Exporter ex(spec, options, floor);
+    try {
+      return ex.run();
+    } catch(const OpsetNeeded& n) {
+      ONYX_ASSERT(n.opset > floor, "export: requireOpset(", n.opset, ") again at opset ", floor);
+      floor = n.opset;
+    }
+  }
 }
 
 int onnxMaxOpset() { return kMaxOpset; }

@@ -64,14 +64,23 @@ public:
                            const std::vector<std::string>& skip = {}, const OnnxAttrs& extra = {}) = 0;
   std::vector<std::string> inputs();  // all input names
 
+  // The node's ONNX form needs opset `need` or later for `what` (an
+  // attribute value, an element type). With an automatic target opset the
+  // exporter restarts at `need`; with an explicit one it is an error naming
+  // the node: "<what> needs opset N or later (export with --opset N)".
+  virtual void requireOpset(int need, const std::string& what) = 0;
+
   // Throws onyx::Error "node 'n' (op, opset N): message".
   template <class... A>
   [[noreturn]] void fail(const A&... a) const { failMsg(str(a...)); }
   template <class... A>
   void check(bool cond, const A&... a) const { if(!cond) failMsg(str(a...)); }
 
-protected:
-  [[noreturn]] virtual void failMsg(const std::string& msg) const = 0;
+  // "node 'n' (op, opset N)", the prefix of every export error.
+  virtual std::string where() const = 0;
+
+private:
+  [[noreturn]] void failMsg(const std::string& msg) const;
 };
 
 }  // namespace onyx

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/conv.h>
 #include <onyx/ops/elementwise.h>
@@ -174,6 +175,19 @@ ONYX_OP(kCumProd, "cumprod")
       c.check(axis[0] >= -r && axis[0] < r, "axis ", axis[0], " is out of range for rank ", x->shape().rank());
       c.setOutput(0, cumprod(x, static_cast<int>(axis[0]), c.attrInt("exclusive", 0) != 0,
                              c.attrInt("reverse", 0) != 0));
+    })
+    // axis is an input; types: float ones and 32/64-bit integers. Narrower
+    // integer products wrap in the kernel but would saturate in a Cast back
+    // from a wider type, so they have no exact form.
+    .exporter([](OnnxExportCtx& c) {
+      const Type t = c.inputType(0);
+      c.check(isFloat(t) || t == Type::int32 || t == Type::int64 || t == Type::uint32 || t == Type::uint64,
+              "CumProd takes float, int32/int64 and uint32/uint64 elements, not ", t);
+      OnnxAttrs at;
+      if(c.attrs().i("exclusive") != 0) at.emplace_back("exclusive", int64_t(1));
+      if(c.attrs().i("reverse") != 0) at.emplace_back("reverse", int64_t(1));
+      c.emit("CumProd", {c.input(0), c.scalarConst(double(c.attrs().i("axis")), Type::int64, "axis")}, {c.output()},
+             at);
     });
 
 Expr cumprod(Expr x, int axis, bool exclusive, bool reverse) {

@@ -13,8 +13,11 @@
 #include <limits>
 
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/indexing.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
@@ -420,6 +423,103 @@ void checkSpatialInput(OnnxImportCtx& c, Expr x) {
           " is not [N, C, spatial..] with 1 to 3 spatial dims");
 }
 
+// ------------------------------------------------------------- ONNX export
+
+bool allEqual(const std::vector<int64_t>& v, int64_t x) {
+  return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+}
+
+// A list attribute, left out when it holds ONNX's default (every entry `def`),
+// which the importer fills back in.
+void addList(OnnxAttrs& a, const char* name, const std::vector<int64_t>& v, int64_t def) {
+  if(!allEqual(v, def)) a.emplace_back(name, attr(v));
+}
+
+std::string emitCast(OnnxExportCtx& c, const std::string& v, Type to, const std::string& hint) {
+  std::string y = c.fresh(hint);
+  c.emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
+  return y;
+}
+
+// Emits opType on `inputs`, computed in type `via` unless that is undefined:
+// every input Cast to it, the result Cast back to the node's type. With
+// `indices` the node is the second output (MaxPool's Indices, never cast)
+// and the first gets a fresh, unused name.
+void emitVia(OnnxExportCtx& c, const std::string& opType, std::vector<std::string> inputs, Type via,
+             const OnnxAttrs& attrs, bool indices = false) {
+  const std::string suffix = via == Type::undefined ? "" : std::string("_") + typeName(via);
+  if(via != Type::undefined) {
+    const int need = c.inputType(0) == Type::bfloat16 ? 13 : 6;  // Cast-6, bfloat16 in Cast-13
+    c.check(c.opset() >= need, opType, " on ", c.inputType(0), " runs in ", via, " through Cast, which needs opset ",
+            need);
+  }
+  for(size_t i = 0; via != Type::undefined && i < inputs.size(); ++i)
+    inputs[i] = emitCast(c, inputs[i], via, "in" + std::to_string(i) + suffix);
+  if(indices) {
+    c.emit(opType, inputs, {c.fresh("values"), c.output()}, attrs);
+  } else if(via == Type::undefined) {
+    c.emit(opType, inputs, {c.output()}, attrs);
+  } else {
+    std::string y = c.fresh("out" + suffix);
+    c.emit(opType, inputs, {y}, attrs);
+    c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(c.node().value_type())}});
+  }
+}
+
+// Conv and ConvTranspose: float16/float/double (bfloat16 from opset 22).
+// Integer convs (ConvInteger's import computes in int32) run in double and
+// Cast back: exact while the sums stay below 2^53 in magnitude and fit the
+// type (the integer kernel wraps on overflow, Cast saturates), which 8- and
+// 16-bit operands always do for any practical kernel size; 64-bit integers
+// have no exact form.
+void exportConv(OnnxExportCtx& c, bool transpose) {
+  const char* opType = transpose ? "ConvTranspose" : "Conv";
+  const Attrs a = c.attrs();
+  const Shape& xs = c.inputShape(0);
+  const int nd = xs.rank() - 2;
+  Spatial sp = spatialOf(a, nd);
+  OnnxAttrs at;
+  at.emplace_back("kernel_shape", attr(spatialDims(c.inputShape(1))));
+  addList(at, "strides", sp.strides, 1);
+  addList(at, "dilations", sp.dilations, 1);
+  if(a.i("group") != 1) at.emplace_back("group", a["group"]);
+  bool negative = std::any_of(sp.pads.begin(), sp.pads.end(), [](int64_t p) { return p < 0; });
+  if(!transpose) {
+    c.check(!negative, "negative pads ", attrToString(a.ints("pads")), " (cropping) have no ONNX form in Conv");
+    addList(at, "pads", sp.pads, 0);
+  } else {
+    addList(at, "output_padding", listOr(a.ints("output_padding"), size_t(nd), 0), 0);
+    if(!negative) {
+      addList(at, "pads", sp.pads, 0);
+    } else {
+      // Negative pads (an output larger than the natural size) come from
+      // output_shape, whose pads the importer generates as ONNX does: an odd
+      // total puts the extra unit at the begin (NOTSET) or end (SAME_UPPER).
+      bool notset = true, upper = true;
+      for(int i = 0; i < nd; ++i) {
+        int64_t pb = sp.pads[size_t(i)], pe = sp.pads[size_t(nd + i)], total = pb + pe;
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        notset = notset && pe == half;
+        upper = upper && pb == half;
+      }
+      c.check(notset || upper, "negative pads ", attrToString(a.ints("pads")),
+              " have no ONNX form in ConvTranspose (only those output_shape generates)");
+      const Shape& ys = c.node().shape();
+      if(!notset) at.emplace_back("auto_pad", std::string("SAME_UPPER"));
+      at.emplace_back("output_shape", attr(std::vector<int64_t>(ys.dims().begin() + 2, ys.dims().end())));
+    }
+  }
+  Type t = c.inputType(0), via = Type::undefined;
+  if(t == Type::bfloat16)
+    c.check(c.opset() >= 22, opType, " takes bfloat16 from opset 22 on (export with --opset 22)");
+  else if(!isFloat(t)) {
+    c.check(isInt(t) && typeBits(t) <= 32, opType, " takes float types only, and ", t,
+            " has no exact form through double");
+    via = Type::float64;
+  }
+  emitVia(c, opType, c.inputs(), via, at);
+}
+
 }  // namespace
 
 ONYX_OP(kConv, "conv")
@@ -476,7 +576,8 @@ ONYX_OP(kConv, "conv")
       o.group = c.attrInt("group", 1);
       o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
       c.setOutput(0, conv(x, W, b, o));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) { exportConv(c, false); });
 
 Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
   std::vector<Expr> in{x, W};
@@ -583,7 +684,8 @@ Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
       if(pads.empty()) pads.assign(size_t(2 * nd), 0);
       o.pads = pads;
       c.setOutput(0, conv_transpose(x, W, b, o));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) { exportConv(c, true); });
 
 Expr conv_transpose(Expr x, Expr W, Expr b, const ConvOptions& o) {
   std::vector<Expr> in{x, W};
@@ -862,6 +964,75 @@ std::vector<int64_t> importPool(OnnxImportCtx& c, Expr x, PoolOptions& o) {
   return k;
 }
 
+// MaxPool (max_pool; max_pool_indices as its second output) or AveragePool.
+// Lists holding ONNX's defaults are left out. ceil_mode is written only where
+// it changes the output size (where the last window would start in the end
+// padding, the importer's rule gives the floor size); before opset 10 its
+// overhang becomes end padding, which no max and no mean without
+// count_include_pad counts. Types: float16/float/double, int8/uint8 in MaxPool
+// from opset 12, bfloat16 from 22; a max is exact in float (bfloat16) or
+// double (integers up to 32 bits), and the mean of bfloat16 runs in double
+// as its kernel does, rounding once in the Cast back.
+void exportPool(OnnxExportCtx& c, bool avg, bool indices) {
+  const char* opType = avg ? "AveragePool" : "MaxPool";
+  const int opset = c.opset();
+  const Attrs a = c.attrs();
+  const Shape& xs = c.inputShape(0);
+  const Shape& ys = c.node().shape();
+  const int nd = xs.rank() - 2;
+  const std::vector<int64_t> k = kernelOf(a);
+  Spatial sp = spatialOf(a, nd);
+  // count_include_pad counts the padding only (never the ceil_mode overhang).
+  const bool countPad = avg && a.i("count_include_pad") != 0 && !allEqual(sp.pads, 0);
+  bool ceil = false;
+  std::vector<int64_t> overhang(size_t(nd), 0);
+  for(int i = 0; i < nd && a.i("ceil_mode") != 0; ++i) {
+    size_t u = size_t(i);
+    int64_t eff = (k[u] - 1) * sp.dilations[u] + 1, pe = sp.pads[u + size_t(nd)];
+    int64_t span = xs[2 + i] + sp.pads[u] + pe - eff;
+    if(windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], pe, false) == ys[2 + i]) continue;
+    ceil = true;
+    overhang[u] = (ys[2 + i] - 1) * sp.strides[u] - span;
+  }
+  if(ceil && opset < 10) {
+    c.check(!countPad, "ceil_mode with count_include_pad needs opset 10 (export with --opset 10)");
+    for(int i = 0; i < nd; ++i) {
+      size_t u = size_t(i), e = u + size_t(nd);
+      sp.pads[e] += overhang[u];
+      c.check(sp.pads[e] < (k[u] - 1) * sp.dilations[u] + 1,
+              "ceil_mode needs opset 10 here (export with --opset 10): end padding in its place would reach the "
+              "kernel size");
+    }
+    ceil = false;
+  }
+  OnnxAttrs at;
+  at.emplace_back("kernel_shape", attr(k));
+  addList(at, "strides", sp.strides, 1);
+  addList(at, "pads", sp.pads, 0);
+  if(!allEqual(sp.dilations, 1)) {
+    const int need = avg ? 19 : 10;
+    c.check(opset >= need, opType, " takes dilations from opset ", need, " on (export with --opset ", need, ")");
+    at.emplace_back("dilations", attr(sp.dilations));
+  }
+  if(ceil) at.emplace_back("ceil_mode", int64_t(1));
+  if(countPad) {
+    c.check(opset >= 7, "AveragePool takes count_include_pad from opset 7 on (export with --opset 7)");
+    at.emplace_back("count_include_pad", int64_t(1));
+  }
+  if(indices && a.i("storage_order") != 0) at.emplace_back("storage_order", int64_t(1));
+  const Type t = c.inputType(0);
+  Type via = Type::undefined;
+  if(t == Type::bfloat16) {
+    if(opset < 22) via = avg ? Type::float64 : Type::float32;
+  } else if(!avg && (t == Type::int8 || t == Type::uint8)) {
+    if(opset < 12) via = Type::float64;
+  } else if(!isFloat(t)) {
+    c.check(!avg && isInt(t) && typeBits(t) <= 32, opType, " has no exact form for element type ", t);
+    via = Type::float64;
+  }
+  emitVia(c, opType, c.inputs(), via, at, indices);
+}
+
 }  // namespace
 
 ONYX_OP(kMaxPoolIndices, "max_pool_indices");
@@ -904,7 +1075,8 @@ ONYX_OP(kMaxPool, "max_pool")
       c.check(storage == 0 || storage == 1, "storage_order must be 0 or 1, got ", storage);
       c.setOutput(0, max_pool(x, k, o));
       if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, max_pool_indices(x, k, o, storage));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) { exportPool(c, false, false); });
 
 Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
   return x->graph()->make(kMaxPool, {x}, poolAttrs(kernel, o));
@@ -935,7 +1107,8 @@ Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) 
       });
     })
     .notDifferentiable("integer positions; max_pool's gradient uses them")
-    .noOnnx("imported as MaxPool's second output (Indices)");
+    .noOnnx("no ONNX op of its own: MaxPool's second output (Indices)")
+    .onnxExport(8, [](OnnxExportCtx& c) { exportPool(c, false, true); });
 
 Expr max_pool_indices(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o, int storageOrder) {
   AttrList l = poolAttrs(kernel, o);
@@ -973,7 +1146,8 @@ ONYX_OP(kAvgPool, "average_pool")
       std::vector<int64_t> k = importPool(c, x, o);
       o.countIncludePad = c.attrInt("count_include_pad", 0) != 0;
       c.setOutput(0, average_pool(x, k, o));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) { exportPool(c, true, false); });
 
 Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
   AttrList l = poolAttrs(kernel, o);
@@ -1051,8 +1225,13 @@ Expr global_lp_pool(Expr x, double p) {
   return p == 1 ? s : pow(s, 1.0 / p);
 }
 
+// Zeros with y.flat[indices[i]] = x[i]; a repeated index keeps the last
+// value, as ONNX's reference does (ScatterElements, so it exports too).
 Expr max_unpool(Expr x, Expr indices, const Shape& outputShape) {
-  Expr flat = scatter_add(reshape(x, std::vector<int64_t>{-1}), 0, reshape(indices, std::vector<int64_t>{-1}), outputShape.elements());
+  Expr zero = x->graph()->constant(Shape{1}, inits::zeros(), x->value_type());
+  Expr zeros = expand(zero, Shape{outputShape.elements()});
+  Expr flat = scatter_elements(zeros, 0, reshape(indices, std::vector<int64_t>{-1}),
+                               reshape(x, std::vector<int64_t>{-1}), "none");
   return reshape(flat, outputShape);
 }
 

@@ -24,12 +24,12 @@ Expr layer_norm(Expr x, Expr gamma, Expr beta, int axis = -1, double eps = 1e-5)
 // Without affine parameters (gamma = 1, beta = 0 as constants).
 Expr layer_norm(Expr x, int axis = -1, double eps = 1e-5);
 
-// Per-example loss -sum(q * log_softmax(logits)) over the last axis, with
-// q = (1 - labelSmoothing) * onehot(labels) + labelSmoothing / classes.
-// labels: int32 or int64, shape = logits' shape without its last dim; the
-// result has the labels' shape (reduce it with sum or mean). A label outside
-// [0, classes) is an onyx::Error at run time.
-Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing = 0.f);
+// Per-example loss -sum(q * log_softmax(logits)) over the class axis `axis`
+// (default the last), with q = (1 - labelSmoothing) * onehot(labels) +
+// labelSmoothing / classes. labels: int32 or int64, shape = logits' shape
+// without the class axis; the result has the labels' shape (reduce it with
+// sum or mean). A label outside [0, classes) is an onyx::Error at run time.
+Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing = 0.f, int axis = -1);
 
 // Inverted dropout: x * mask with mask = bernoulli(1 - p) / (1 - p), drawn
 // from the graph's random generator (setSeed). Returns x itself when

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 
@@ -312,6 +313,256 @@ Shape checkResize(InferCtx& c, const Shape& x) {
   return Shape(Shape::Dims(sizes.begin(), sizes.end()));
 }
 
+// What the Resize importer makes of scales or sizes (one per entry of `axes`,
+// normalised) under keep_aspect_ratio_policy, for an input of shape xs: the
+// output dims and the scale of every dim. Returns "" or what is wrong.
+std::string resolveResize(const Shape& xs, const std::vector<int64_t>& axes, const std::vector<double>& scales,
+                          const std::vector<int64_t>& sizes, const std::string& policy, std::vector<int64_t>& outDims,
+                          std::vector<double>& fullScales) {
+  const size_t na = axes.size();
+  if(scales.empty() == sizes.empty()) return "exactly one of scales and sizes must be given (non-empty)";
+  if(!scales.empty() && scales.size() != na) return str("scales has ", scales.size(), " entries for ", na, " axes");
+  if(!sizes.empty() && sizes.size() != na) return str("sizes has ", sizes.size(), " entries for ", na, " axes");
+  outDims = xs.vec();
+  fullScales.assign(size_t(xs.rank()), 1.0);
+  if(!scales.empty()) {
+    for(size_t i = 0; i < na; ++i) {
+      if(!(scales[i] > 0)) return str("scales must be > 0, got ", scales[i]);
+      fullScales[size_t(axes[i])] = scales[i];
+      outDims[size_t(axes[i])] = int64_t(std::floor(double(xs[int(axes[i])]) * scales[i]));
+    }
+  } else if(policy == "stretch") {
+    for(size_t i = 0; i < na; ++i) {
+      outDims[size_t(axes[i])] = sizes[i];
+      fullScales[size_t(axes[i])] = double(sizes[i]) / double(xs[int(axes[i])]);
+    }
+  } else {
+    if(policy != "not_larger" && policy != "not_smaller") return str("unknown keep_aspect_ratio_policy '", policy, "'");
+    double s = policy == "not_larger" ? 1e300 : 0;
+    for(size_t i = 0; i < na; ++i) {
+      double si = double(sizes[i]) / double(xs[int(axes[i])]);
+      s = policy == "not_larger" ? std::min(s, si) : std::max(s, si);
+    }
+    for(size_t i = 0; i < na; ++i) {
+      fullScales[size_t(axes[i])] = s;
+      outDims[size_t(axes[i])] = int64_t(s * double(xs[int(axes[i])]) + 0.5);
+    }
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------- ONNX export
+
+const char* modeName(Mode m) { return m == Mode::Nearest ? "nearest" : m == Mode::Linear ? "linear" : "cubic"; }
+
+const char* ctmName(Ctm m) {
+  switch(m) {
+    case Ctm::HalfPixel: return "half_pixel";
+    case Ctm::HalfPixelSymmetric: return "half_pixel_symmetric";
+    case Ctm::PytorchHalfPixel: return "pytorch_half_pixel";
+    case Ctm::AlignCorners: return "align_corners";
+    case Ctm::Asymmetric: return "asymmetric";
+    case Ctm::TfHalfPixelForNN: return "tf_half_pixel_for_nn";
+    case Ctm::TfCropAndResize: return "tf_crop_and_resize";
+  }
+  return "";
+}
+
+const char* nearName(Near m) {
+  switch(m) {
+    case Near::RoundPreferFloor: return "round_prefer_floor";
+    case Near::RoundPreferCeil: return "round_prefer_ceil";
+    case Near::Floor: return "floor";
+    case Near::Ceil: return "ceil";
+    case Near::Simple: return "simple";
+  }
+  return "";
+}
+
+bool sameTaps(const AxisTaps& a, const AxisTaps& b) {
+  if(a.identity || b.identity) return a.identity == b.identity;
+  return a.n == b.n && a.idx == b.idx && a.w == b.w && a.extrap == b.extrap;
+}
+
+// A 1-D initializer of `v`: float32 where that holds every value exactly,
+// else float64.
+std::string floatsConst(OnnxExportCtx& c, const std::vector<double>& v, const std::string& hint) {
+  std::vector<float> f(v.begin(), v.end());
+  if(std::equal(v.begin(), v.end(), f.begin(), [](double a, float b) { return a == double(b); }))
+    return c.constant(TensorBase::fromVector(Shape({int64_t(f.size())}), f), hint);
+  return c.constant(TensorBase::fromVector(Shape({int64_t(v.size())}), v), hint);
+}
+
+// Resize (opset 10+) or Upsample (7-9). The ONNX form is searched, not
+// assumed: the attributes the target opset has (the node's own values first;
+// coordinate_transformation_mode and nearest_mode may be traded for others)
+// must give every axis exactly the node's interpolation taps, so e.g.
+// tf_half_pixel_for_nn (Resize 11-12 only) becomes half_pixel with a shifted
+// rounding, half_pixel_symmetric (19+) half_pixel where the output size is
+// exact, nearest_mode 'simple' (Resize-10, Upsample) floor or ceil. Sizes or
+// scales (float32) are written as whichever the importer turns back into the
+// node's output shape and scales, at opset 18+ also sizes with
+// keep_aspect_ratio_policy and axes.
+void exportResize(OnnxExportCtx& c, bool upsample) {
+  const int opset = c.opset();
+  const bool legacy = upsample || opset < 11;  // asymmetric coordinates, nearest 'simple', scales only
+  const std::string what = str(upsample ? "Upsample" : "Resize", "-", opset);
+  const Shape& xs = c.inputShape(0);
+  const Shape& ys = c.node().shape();
+  const int r = xs.rank();
+  const Config want = configOf(c.attrs(), xs, ys);
+  auto tapsOf = [&](const Config& k, int i) {
+    return axisTaps(k, xs[i], ys[i], k.scales[size_t(i)], k.roi[size_t(i)], k.roi[size_t(i + r)]);
+  };
+  std::vector<AxisTaps> wantTaps;
+  for(int i = 0; i < r; ++i) wantTaps.push_back(tapsOf(want, i));
+  auto computesSame = [&](const Config& k) {
+    for(int i = 0; i < r; ++i)
+      if(!sameTaps(tapsOf(k, i), wantTaps[size_t(i)])) return false;
+    return true;
+  };
+
+  c.check(!legacy || want.mode != Mode::Cubic, what, " has no cubic mode (export with --opset 11)");
+  auto ctmValid = [&](Ctm m) {
+    if(legacy) return m == Ctm::Asymmetric;
+    if(m == Ctm::TfHalfPixelForNN) return opset <= 12;
+    if(m == Ctm::HalfPixelSymmetric) return opset >= 19;
+    return true;
+  };
+  std::vector<Ctm> ctms;
+  for(Ctm m : {want.ctm, Ctm::HalfPixel, Ctm::Asymmetric, Ctm::AlignCorners, Ctm::PytorchHalfPixel,
+               Ctm::TfCropAndResize, Ctm::TfHalfPixelForNN, Ctm::HalfPixelSymmetric})
+    if(ctmValid(m) && std::find(ctms.begin(), ctms.end(), m) == ctms.end()) ctms.push_back(m);
+  std::vector<Near> nears;
+  if(legacy) nears = {Near::Simple};
+  else if(want.mode != Mode::Nearest) nears = {Near::RoundPreferFloor};  // unused
+  else
+    for(Near m : {want.nearest, Near::RoundPreferFloor, Near::RoundPreferCeil, Near::Floor, Near::Ceil})
+      if(m != Near::Simple && std::find(nears.begin(), nears.end(), m) == nears.end()) nears.push_back(m);
+  Config k = want;
+  k.antialias = want.antialias && opset >= 18;
+  k.exclude = want.exclude && !legacy;
+  bool found = false;
+  for(size_t i = 0; i < ctms.size() && !found; ++i)
+    for(size_t j = 0; j < nears.size() && !found; ++j) {
+      k.ctm = ctms[i];
+      k.nearest = nears[j];
+      found = computesSame(k);
+    }
+  c.check(found, "no ", what, " form computes this resize exactly (mode ", modeName(want.mode),
+          ", coordinate_transformation_mode ", ctmName(want.ctm), ", nearest_mode ", nearName(want.nearest),
+          ", antialias ", int(want.antialias), ", exclude_outside ", int(want.exclude),
+          "): Resize takes tf_half_pixel_for_nn at opsets 11-12, antialias from 18, half_pixel_symmetric from 19; "
+          "Upsample and Resize-10 only asymmetric coordinates");
+
+  // Scales or sizes that the importer reads back as the node's.
+  const std::vector<int64_t> out = ys.vec();
+  std::vector<int64_t> allAxes(static_cast<size_t>(r)), axes;
+  for(int i = 0; i < r; ++i) allAxes[size_t(i)] = i;
+  auto gives = [&](const std::vector<int64_t>& ax, const std::vector<double>& sc, const std::vector<int64_t>& sz,
+                   const std::string& policy) {
+    std::vector<int64_t> d;
+    std::vector<double> s;
+    return resolveResize(xs, ax, sc, sz, policy, d, s).empty() && d == out && s == want.scales;
+  };
+  std::vector<double> f32;
+  for(double v : want.scales) f32.push_back(double(float(v)));
+  std::vector<int64_t> sizes;
+  std::string policy = "stretch";
+  bool byScales = gives(allAxes, f32, {}, policy);
+  if(!byScales && !legacy && gives(allAxes, {}, out, policy)) sizes = out;
+  if(!byScales && sizes.empty() && opset >= 18) {
+    // One scale shared by the resized axes: keep_aspect_ratio_policy with
+    // sizes whose min (or max) ratio is exactly that scale.
+    for(int i = 0; i < r; ++i)
+      if(want.scales[size_t(i)] != 1 || out[size_t(i)] != xs[i]) axes.push_back(i);
+    bool roiOk = true;
+    for(int i = 0; i < r && want.ctm == Ctm::TfCropAndResize; ++i)
+      if(std::find(axes.begin(), axes.end(), i) == axes.end())
+        roiOk = roiOk && want.roi[size_t(i)] == 0 && want.roi[size_t(i + r)] == 1;
+    for(const char* p : {"not_larger", "not_smaller"}) {
+      if(axes.empty() || !roiOk || !sizes.empty()) break;
+      const double s = want.scales[size_t(axes[0])];
+      const bool larger = std::string(p) == "not_larger";
+      std::vector<int64_t> sz;
+      for(int64_t i : axes) {
+        int64_t o = out[size_t(i)];
+        double ratio = double(o) / double(xs[int(i)]);
+        if(ratio == s || (larger ? ratio > s : ratio < s)) sz.push_back(o);
+        else sz.push_back(larger ? int64_t(std::ceil(s * double(xs[int(i)]))) + 1
+                                 : std::max<int64_t>(0, int64_t(std::floor(s * double(xs[int(i)]))) - 1));
+      }
+      if(gives(axes, {}, sz, p)) {
+        sizes = sz;
+        policy = p;
+      }
+    }
+    if(policy == "stretch") axes.clear();
+  }
+  c.check(byScales || !sizes.empty(), what, " cannot express output shape ", ys, " with scales ",
+          attrToString(FloatList(want.scales)), ": ",
+          legacy ? "it takes float32 scales only, with floor(input size * scale) the output size (export with "
+                   "--opset 11 for sizes)"
+                 : "neither float32 scales (floor(input size * scale) the output size) nor sizes (scale = output "
+                   "size / input size) give them",
+          !legacy && opset < 18 ? "; keep_aspect_ratio_policy needs opset 18" : "");
+
+  c.check(c.inputType(0) != Type::bfloat16 || (!upsample && opset >= 13), what,
+          " does not take bfloat16 (Resize does from opset 13 on)");
+  std::string x = c.input(0);
+  OnnxAttrs at;
+  at.emplace_back("mode", std::string(modeName(want.mode)));
+  std::vector<std::string> ins{x};
+  std::string opType = upsample ? "Upsample" : "Resize";
+  if(upsample) {
+    for(double v : want.scales)
+      c.check(v >= 1, "Upsample takes scales >= 1 only, got ", attrToString(FloatList(want.scales)),
+              " (export with --opset 10 for Resize)");
+    if(opset < 9) at.emplace_back("scales", FloatList(f32));
+    else ins.push_back(floatsConst(c, f32, "scales"));
+  } else if(legacy) {
+    ins.push_back(floatsConst(c, f32, "scales"));
+  } else {
+    const bool nearest = want.mode == Mode::Nearest;
+    if(k.ctm != Ctm::HalfPixel) at.emplace_back("coordinate_transformation_mode", std::string(ctmName(k.ctm)));
+    if(nearest && k.nearest != Near::RoundPreferFloor) at.emplace_back("nearest_mode", std::string(nearName(k.nearest)));
+    // Float attributes are float32 in ONNX; a value that is not one would come back changed.
+    auto floatAttr = [&](const char* name, double v) {
+      c.check(double(float(v)) == v, name, " ", v, " is not a float32 value, which ONNX's attribute is");
+      at.emplace_back(name, v);
+    };
+    if(want.mode == Mode::Cubic && want.a != -0.75) floatAttr("cubic_coeff_a", want.a);
+    if(!nearest && k.exclude) at.emplace_back("exclude_outside", int64_t(1));
+    if(k.ctm == Ctm::TfCropAndResize && want.ev != 0) floatAttr("extrapolation_value", want.ev);
+    if(!nearest && k.antialias) at.emplace_back("antialias", int64_t(1));
+    if(!axes.empty()) at.emplace_back("axes", attr(axes));
+    if(policy != "stretch") at.emplace_back("keep_aspect_ratio_policy", policy);
+    // Resize-11/12 take roi and scales always (empty when unused), 13+ as optional inputs.
+    std::string empty;
+    auto absent = [&]() {
+      if(opset >= 13) return std::string();
+      if(empty.empty()) empty = c.constant(TensorBase::fromVector(Shape({0}), std::vector<float>{}), "empty");
+      return empty;
+    };
+    if(k.ctm == Ctm::TfCropAndResize) {
+      std::vector<double> roi;
+      const std::vector<int64_t>& ax = axes.empty() ? allAxes : axes;
+      for(int64_t i : ax) roi.push_back(want.roi[size_t(i)]);
+      for(int64_t i : ax) roi.push_back(want.roi[size_t(i + r)]);
+      ins.push_back(floatsConst(c, roi, "roi"));
+    } else {
+      ins.push_back(absent());
+    }
+    if(byScales) {
+      ins.push_back(floatsConst(c, f32, "scales"));
+    } else {
+      ins.push_back(absent());
+      ins.push_back(c.intsConst(sizes, "sizes"));
+    }
+  }
+  c.emit(opType, ins, {c.output()}, at);
+}
+
 }  // namespace
 
 ONYX_OP(kResizeGrad, "resize_grad");
@@ -387,9 +638,6 @@ ONYX_OP(kResize, "resize")
         if(a < 0) a += r;
       }
       const size_t na = axes.size();
-      c.check(scales.empty() != sizes.empty(), "exactly one of scales and sizes must be given (non-empty)");
-      c.check(scales.empty() || scales.size() == na, "scales has ", scales.size(), " entries for ", na, " axes");
-      c.check(sizes.empty() || sizes.size() == na, "sizes has ", sizes.size(), " entries for ", na, " axes");
       if(!o.roi.empty()) {
         c.check(o.roi.size() == 2 * na, "roi has ", o.roi.size(), " entries, expected ", 2 * na);
         std::vector<double> full(size_t(r), 0.0);
@@ -400,33 +648,13 @@ ONYX_OP(kResize, "resize")
         }
         o.roi = full;
       }
-      std::vector<int64_t> outDims = xs.vec();
-      std::vector<double> fullScales(size_t(r), 1.0);
-      if(!scales.empty()) {
-        for(size_t i = 0; i < na; ++i) {
-          c.check(scales[i] > 0, "scales must be > 0, got ", scales[i]);
-          fullScales[size_t(axes[i])] = scales[i];
-          outDims[size_t(axes[i])] = int64_t(std::floor(double(xs[int(axes[i])]) * scales[i]));
-        }
-      } else if(policy == "stretch") {
-        for(size_t i = 0; i < na; ++i) {
-          outDims[size_t(axes[i])] = sizes[i];
-          fullScales[size_t(axes[i])] = double(sizes[i]) / double(xs[int(axes[i])]);
-        }
-      } else {
-        c.check(policy == "not_larger" || policy == "not_smaller", "unknown keep_aspect_ratio_policy '", policy, "'");
-        double s = policy == "not_larger" ? 1e300 : 0;
-        for(size_t i = 0; i < na; ++i) {
-          double si = double(sizes[i]) / double(xs[int(axes[i])]);
-          s = policy == "not_larger" ? std::min(s, si) : std::max(s, si);
-        }
-        for(size_t i = 0; i < na; ++i) {
-          fullScales[size_t(axes[i])] = s;
-          outDims[size_t(axes[i])] = int64_t(s * double(xs[int(axes[i])]) + 0.5);
-        }
-      }
+      std::vector<int64_t> outDims;
+      std::vector<double> fullScales;
+      std::string err = resolveResize(xs, axes, scales, sizes, policy, outDims, fullScales);
+      c.check(err.empty(), err);
       c.setOutput(0, resize(x, Shape(outDims), o, fullScales));
     })
+    .exporter([](OnnxExportCtx& c) { exportResize(c, false); })
     // Upsample-7/8 take the scales as an attribute, 9 as an input; nearest
     // rounds down when upsampling, coordinates are asymmetric.
     .onnx("Upsample", 7)
@@ -440,7 +668,8 @@ ONYX_OP(kResize, "resize")
       c.check(scales.size() == size_t(x->shape().rank()), "scales has ", scales.size(), " entries for rank ",
               x->shape().rank());
       c.setOutput(0, resize_by(x, scales, o));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) { exportResize(c, true); });
 
 Expr resize(Expr x, const Shape& sizes, const ResizeOptions& o, const std::vector<double>& scales) {
   return x->graph()->make(kResize, {x}, resizeAttrs(sizes, o, scales));

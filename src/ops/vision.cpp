@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -337,6 +338,48 @@ AttrList gsAttrs(const Attrs& a) {
     body;                                                                      \
   })
 
+// Emits opType on `inputs` into the node's output; with `via` (not
+// undefined) the inputs whose index is in `cast` go to that type first and
+// the result comes back by a Cast. The kernels here compute in double, so
+// double and one Cast back round as they do.
+void emitBridged(OnnxExportCtx& c, const std::string& opType, std::vector<std::string> inputs,
+                 const std::vector<size_t>& cast, Type via, const OnnxAttrs& attrs) {
+  if(via == Type::undefined) {
+    c.emit(opType, inputs, {c.output()}, attrs);
+    return;
+  }
+  c.check(c.opset() >= 13, opType, " on ", c.inputType(0), " runs in ", via, " through Cast, which needs opset 13");
+  for(size_t i : cast) {
+    std::string v = c.fresh("in" + std::to_string(i) + "_" + typeName(via));
+    c.emit("Cast", {inputs[i]}, {v}, {{"to", int64_t(via)}});
+    inputs[i] = v;
+  }
+  std::string y = c.fresh(std::string("out_") + typeName(via));
+  c.emit(opType, inputs, {y}, attrs);
+  c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(c.node().value_type())}});
+}
+
+// GridSample-16 names the modes bilinear/bicubic and takes 4-D X only, 20
+// linear/cubic and any rank; bfloat16 from 22 (before, in double).
+void exportGridSample(OnnxExportCtx& c) {
+  const int opset = c.opset();
+  const Attrs a = c.attrs();
+  GsMode m = GsMode::Linear;
+  GsPad p = GsPad::Zeros;
+  parseGsMode(a.s("mode"), m);
+  parseGsPad(a.s("padding_mode"), p);
+  c.check(opset >= 20 || c.inputShape(0).rank() == 4, "GridSample takes ", c.inputShape(0).rank() - 2,
+          " spatial dims from opset 20 on (export with --opset 20)");
+  std::string mode = m == GsMode::Nearest ? "nearest"
+                     : m == GsMode::Linear ? (opset < 20 ? "bilinear" : "linear")
+                                           : (opset < 20 ? "bicubic" : "cubic");
+  OnnxAttrs at{{"mode", mode}};
+  if(p != GsPad::Zeros) at.emplace_back("padding_mode", std::string(p == GsPad::Border ? "border" : "reflection"));
+  if(a.i("align_corners") != 0) at.emplace_back("align_corners", int64_t(1));
+  Type via = c.inputType(0) == Type::bfloat16 && opset < 22 ? Type::float64 : Type::undefined;
+  emitBridged(c, "GridSample", c.inputs(), {0, 1}, via, at);
+}
+
 }  // namespace
 
 ONYX_OP(kGridSample, "grid_sample");
@@ -384,7 +427,8 @@ ONYX_OP(kGridSampleGradGrid, "grid_sample_grad_grid");
               grid->value_type(), ") must have float types");
       c.check(c.opset() >= 20 || x->shape().rank() == 4, "X must be 4-D before opset 20, got shape ", x->shape());
       c.setOutput(0, grid_sample(x, grid, o));
-    });
+    })
+    .exporter(exportGridSample);
 
 // The adjoint of grid_sample in x: dx[n, c, i..] = sum_o dy[n, c, o..] * w(grid[n, o..], i..)
 [[maybe_unused]] static OpDef& kGridSampleGradXDef = kGridSampleGradX
@@ -817,6 +861,35 @@ AttrList roiAttrs(const Attrs& a) {
   return l;
 }
 
+// RoiAlign-10 computes output_half_pixel coordinates; 16 adds
+// coordinate_transformation_mode; bfloat16 from 22 (before, in double).
+// batch_indices are int64 in ONNX.
+void exportRoiAlign(OnnxExportCtx& c) {
+  const int opset = c.opset();
+  const Attrs a = c.attrs();
+  const std::string& ctm = a.s("coordinate_transformation_mode");
+  const double scale = a.f("spatial_scale");
+  c.check(double(float(scale)) == scale, "spatial_scale ", scale,
+          " is not a float32 value, which ONNX's attribute is (it would come back changed)");
+  OnnxAttrs at{{"mode", a["mode"]},
+               {"output_height", a["output_height"]},
+               {"output_width", a["output_width"]},
+               {"sampling_ratio", a["sampling_ratio"]},
+               {"spatial_scale", a["spatial_scale"]}};
+  if(opset >= 16) at.emplace_back("coordinate_transformation_mode", ctm);
+  else
+    c.check(ctm == "output_half_pixel", "RoiAlign takes coordinate_transformation_mode '", ctm,
+            "' from opset 16 on (before, it computes output_half_pixel; export with --opset 16)");
+  std::vector<std::string> ins = c.inputs();
+  if(c.inputType(2) != Type::int64) {
+    std::string b = c.fresh("batch_indices_int64");
+    c.emit("Cast", {ins[2]}, {b}, {{"to", int64_t(Type::int64)}});
+    ins[2] = b;
+  }
+  Type via = c.inputType(0) == Type::bfloat16 && opset < 22 ? Type::float64 : Type::undefined;
+  emitBridged(c, "RoiAlign", ins, {0, 1}, via, at);
+}
+
 }  // namespace
 
 ONYX_OP(kRoiAlign, "roi_align");
@@ -865,7 +938,8 @@ ONYX_OP(kRoiAlignGrad, "roi_align_grad");
       Expr x = c.input(0), rois = c.input(1);
       if(rois->value_type() != x->value_type()) rois = cast(rois, x->value_type());
       c.setOutput(0, roi_align(x, rois, c.input(2), o));
-    });
+    })
+    .exporter(exportRoiAlign);
 
 // dx[n, c, h, w] = sum over the bins of the rois on batch entry n of dy * sample weight
 [[maybe_unused]] static OpDef& kRoiAlignGradDef = kRoiAlignGrad
