@@ -450,8 +450,7 @@ void emitVia(OnnxExportCtx& c, const std::string& opType, std::vector<std::strin
   const std::string suffix = via == Type::undefined ? "" : std::string("_") + typeName(via);
   if(via != Type::undefined) {
     const int need = c.inputType(0) == Type::bfloat16 ? 13 : 6;  // Cast-6, bfloat16 in Cast-13
-    c.check(c.opset() >= need, opType, " on ", c.inputType(0), " runs in ", via, " through Cast, which needs opset ",
-            need);
+    c.requireOpset(need, str(opType, " on ", c.inputType(0), " (run in ", via, " through Cast)"));
   }
   for(size_t i = 0; via != Type::undefined && i < inputs.size(); ++i)
     inputs[i] = emitCast(c, inputs[i], via, "in" + std::to_string(i) + suffix);
@@ -511,7 +510,7 @@ void exportConv(OnnxExportCtx& c, bool transpose) {
   }
   Type t = c.inputType(0), via = Type::undefined;
   if(t == Type::bfloat16)
-    c.check(c.opset() >= 22, opType, " takes bfloat16 from opset 22 on (export with --opset 22)");
+    c.requireOpset(22, str(opType, " on bfloat16"));
   else if(!isFloat(t)) {
     c.check(isInt(t) && typeBits(t) <= 32, opType, " takes float types only, and ", t,
             " has no exact form through double");
@@ -995,13 +994,12 @@ void exportPool(OnnxExportCtx& c, bool avg, bool indices) {
     overhang[u] = (ys[2 + i] - 1) * sp.strides[u] - span;
   }
   if(ceil && opset < 10) {
-    c.check(!countPad, "ceil_mode with count_include_pad needs opset 10 (export with --opset 10)");
+    if(countPad) c.requireOpset(10, "ceil_mode with count_include_pad");
     for(int i = 0; i < nd; ++i) {
       size_t u = size_t(i), e = u + size_t(nd);
       sp.pads[e] += overhang[u];
-      c.check(sp.pads[e] < (k[u] - 1) * sp.dilations[u] + 1,
-              "ceil_mode needs opset 10 here (export with --opset 10): end padding in its place would reach the "
-              "kernel size");
+      if(sp.pads[e] >= (k[u] - 1) * sp.dilations[u] + 1)
+        c.requireOpset(10, "ceil_mode here (end padding in its place would reach the kernel size)");
     }
     ceil = false;
   }
@@ -1011,12 +1009,12 @@ void exportPool(OnnxExportCtx& c, bool avg, bool indices) {
   addList(at, "pads", sp.pads, 0);
   if(!allEqual(sp.dilations, 1)) {
     const int need = avg ? 19 : 10;
-    c.check(opset >= need, opType, " takes dilations from opset ", need, " on (export with --opset ", need, ")");
+    c.requireOpset(need, str(opType, " with dilations"));
     at.emplace_back("dilations", attr(sp.dilations));
   }
   if(ceil) at.emplace_back("ceil_mode", int64_t(1));
   if(countPad) {
-    c.check(opset >= 7, "AveragePool takes count_include_pad from opset 7 on (export with --opset 7)");
+    c.requireOpset(7, "AveragePool's count_include_pad");
     at.emplace_back("count_include_pad", int64_t(1));
   }
   if(indices && a.i("storage_order") != 0) at.emplace_back("storage_order", int64_t(1));

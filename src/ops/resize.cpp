@@ -422,7 +422,7 @@ void exportResize(OnnxExportCtx& c, bool upsample) {
     return true;
   };
 
-  c.check(!legacy || want.mode != Mode::Cubic, what, " has no cubic mode (export with --opset 11)");
+  if(legacy && want.mode == Mode::Cubic) c.requireOpset(11, "cubic resize");
   auto ctmValid = [&](Ctm m) {
     if(legacy) return m == Ctm::Asymmetric;
     if(m == Ctm::TfHalfPixelForNN) return opset <= 12;
@@ -449,6 +449,11 @@ void exportResize(OnnxExportCtx& c, bool upsample) {
       k.nearest = nears[j];
       found = computesSame(k);
     }
+  // A newer Resize has more coordinate modes: with an automatic opset, move up a step.
+  if(!found && opset < 19)
+    c.requireOpset(opset < 11 ? 11 : opset < 13 ? 13 : opset < 18 ? 18 : 19,
+                   str("this resize (coordinate_transformation_mode ", ctmName(want.ctm), ", antialias ",
+                       int(want.antialias), ")"));
   c.check(found, "no ", what, " form computes this resize exactly (mode ", modeName(want.mode),
           ", coordinate_transformation_mode ", ctmName(want.ctm), ", nearest_mode ", nearName(want.nearest),
           ", antialias ", int(want.antialias), ", exclude_outside ", int(want.exclude),
@@ -499,6 +504,8 @@ void exportResize(OnnxExportCtx& c, bool upsample) {
     }
     if(policy == "stretch") axes.clear();
   }
+  if(!byScales && sizes.empty() && opset < 18)
+    c.requireOpset(legacy ? 11 : 18, str("output shape ", ys, " with scales ", attrToString(FloatList(want.scales))));
   c.check(byScales || !sizes.empty(), what, " cannot express output shape ", ys, " with scales ",
           attrToString(FloatList(want.scales)), ": ",
           legacy ? "it takes float32 scales only, with floor(input size * scale) the output size (export with "
@@ -516,8 +523,7 @@ void exportResize(OnnxExportCtx& c, bool upsample) {
   std::string opType = upsample ? "Upsample" : "Resize";
   if(upsample) {
     for(double v : want.scales)
-      c.check(v >= 1, "Upsample takes scales >= 1 only, got ", attrToString(FloatList(want.scales)),
-              " (export with --opset 10 for Resize)");
+      if(v < 1) c.requireOpset(10, str("scales ", attrToString(FloatList(want.scales)), " (Upsample takes scales >= 1 only)"));
     if(opset < 9) at.emplace_back("scales", FloatList(f32));
     else ins.push_back(floatsConst(c, f32, "scales"));
   } else if(legacy) {

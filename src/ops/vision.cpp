@@ -348,7 +348,7 @@ void emitBridged(OnnxExportCtx& c, const std::string& opType, std::vector<std::s
     c.emit(opType, inputs, {c.output()}, attrs);
     return;
   }
-  c.check(c.opset() >= 13, opType, " on ", c.inputType(0), " runs in ", via, " through Cast, which needs opset 13");
+  c.requireOpset(13, str(opType, " on ", c.inputType(0), " (run in ", via, " through Cast)"));
   for(size_t i : cast) {
     std::string v = c.fresh("in" + std::to_string(i) + "_" + typeName(via));
     c.emit("Cast", {inputs[i]}, {v}, {{"to", int64_t(via)}});
@@ -368,8 +368,7 @@ void exportGridSample(OnnxExportCtx& c) {
   GsPad p = GsPad::Zeros;
   parseGsMode(a.s("mode"), m);
   parseGsPad(a.s("padding_mode"), p);
-  c.check(opset >= 20 || c.inputShape(0).rank() == 4, "GridSample takes ", c.inputShape(0).rank() - 2,
-          " spatial dims from opset 20 on (export with --opset 20)");
+  if(c.inputShape(0).rank() != 4) c.requireOpset(20, str("GridSample with ", c.inputShape(0).rank() - 2, " spatial dims"));
   std::string mode = m == GsMode::Nearest ? "nearest"
                      : m == GsMode::Linear ? (opset < 20 ? "bilinear" : "linear")
                                            : (opset < 20 ? "bicubic" : "cubic");
@@ -878,8 +877,7 @@ void exportRoiAlign(OnnxExportCtx& c) {
                {"spatial_scale", a["spatial_scale"]}};
   if(opset >= 16) at.emplace_back("coordinate_transformation_mode", ctm);
   else
-    c.check(ctm == "output_half_pixel", "RoiAlign takes coordinate_transformation_mode '", ctm,
-            "' from opset 16 on (before, it computes output_half_pixel; export with --opset 16)");
+    if(ctm != "output_half_pixel") c.requireOpset(16, str("RoiAlign's coordinate_transformation_mode '", ctm, "'"));
   std::vector<std::string> ins = c.inputs();
   if(c.inputType(2) != Type::int64) {
     std::string b = c.fresh("batch_indices_int64");
