@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -297,7 +298,9 @@ void argKernel(KernelCtx& c) {
         for(int64_t j = 1; j < n; ++j) {
           auto v = host::load(xp, base + j * inner);
           bool better = Max ? above(v, best) : above(best, v);
-          if(better || (last && v == best)) {
+          // Ties (NaN with NaN too) go to the last with select_last_index,
+          // as ONNX's reference (argmax of x reversed) has it.
+          if(better || (last && (v == best || (isNan(v) && isNan(best))))) {
             best = v;
             at = j;
           }
@@ -306,6 +309,89 @@ void argKernel(KernelCtx& c) {
       }
     });
   });
+}
+
+// ---------------------------------------------------------------- ONNX export
+
+// An axis as the target opset takes it (negative ones from opset 11 on).
+int64_t exportAxis(OnnxExportCtx& c, int64_t axis, int rank) {
+  return c.opset() < 11 && axis < 0 ? axis + rank : axis;
+}
+
+std::string emitCast(OnnxExportCtx& c, const std::string& v, Type to, const std::string& hint) {
+  std::string y = c.fresh(hint);
+  c.emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
+  return y;
+}
+
+// bfloat16 comes to these ops with opset 13.
+void requireBf16(OnnxExportCtx& c) {
+  if(c.inputType(0) == Type::bfloat16) c.requireOpset(13, "element type bfloat16");
+}
+
+// ScatterElements / ScatterND (and Scatter, opsets 9-10): reduction add and
+// mul come with opset 16, max and min with 18.
+void emitScatter(OnnxExportCtx& c, const char* opType, const std::vector<std::string>& inputs, bool hasAxis) {
+  Attrs a = c.attrs();
+  std::string red = a.s("reduction");
+  int need = red == "none" ? 0 : red == "add" || red == "mul" ? 16 : 18;
+  c.requireOpset(need, "reduction '" + red + "'");
+  requireBf16(c);
+  OnnxAttrs at;
+  if(hasAxis) at.push_back({"axis", exportAxis(c, a.i("axis"), c.inputShape(0).rank())});
+  if(red != "none") at.push_back({"reduction", red});
+  c.emit(opType, inputs, {c.output()}, at);
+}
+
+// ArgMax / ArgMin: select_last_index comes with opset 12. Before it the
+// last extremum is found as n - 1 - (the first one of x reversed along the
+// axis by a Gather).
+void emitArg(OnnxExportCtx& c, const char* opType) {
+  requireBf16(c);
+  Attrs a = c.attrs();
+  const Shape& xs = c.inputShape(0);
+  int64_t axis = exportAxis(c, a.i("axis"), xs.rank());
+  OnnxAttrs at{{"axis", axis}, {"keepdims", a.i("keepdims")}};
+  if(a.i("select_last_index") == 0) return c.emit(opType, {c.input(0)}, {c.output()}, at);
+  if(c.opset() >= 12) {
+    at.push_back({"select_last_index", int64_t(1)});
+    return c.emit(opType, {c.input(0)}, {c.output()}, at);
+  }
+  if(c.opset() < 7) c.requireOpset(12, "select_last_index=1");
+  int64_t n = xs[static_cast<int>(axis < 0 ? axis + xs.rank() : axis)];
+  std::vector<int64_t> rev;
+  for(int64_t j = n - 1; j >= 0; --j) rev.push_back(j);
+  std::string xr = c.fresh("reversed"), r = c.fresh("reversed_index");
+  c.emit("Gather", {c.input(0), c.intsConst(rev, "reverse")}, {xr}, {{"axis", axis}});
+  c.emit(opType, {xr}, {r}, at);
+  c.emit("Sub", {c.constant(TensorBase::fromVector(Shape{}, std::vector<int64_t>{n - 1}), "last"), r}, {c.output()});
+}
+
+// The b batch coordinates of every index tuple put in front of it (as int64):
+// indices that address the same elements with batch_dims 0.
+std::string unbatchedIndices(OnnxExportCtx& c, int64_t b) {
+  const Shape& is = c.inputShape(1);
+  Shape::Dims cd;
+  for(int k = 0; k < is.rank() - 1; ++k) cd.push_back(is.dims()[k]);
+  cd.push_back(b);
+  int64_t tuples = 1;
+  for(int k = static_cast<int>(b); k < is.rank() - 1; ++k) tuples *= is.dims()[k];
+  int64_t n = Shape(cd).elements() / b;
+  std::vector<int64_t> coords(static_cast<size_t>(n * b));
+  for(int64_t t = 0; t < n; ++t) {
+    int64_t rem = t / tuples;
+    for(int64_t k = b - 1; k >= 0; --k) {
+      int64_t d = is.dims()[static_cast<size_t>(k)];
+      coords[static_cast<size_t>(t * b + k)] = rem % d;
+      rem /= d;
+    }
+  }
+  std::string idx = c.input(1);
+  if(c.inputType(1) != Type::int64) idx = emitCast(c, idx, Type::int64, "indices_i64");
+  std::string full = c.fresh("indices");
+  c.emit("Concat", {c.constant(TensorBase::fromVector(Shape(cd), coords), "batch_coords"), idx}, {full},
+         {{"axis", int64_t(is.rank() - 1)}});
+  return full;
 }
 
 }  // namespace
@@ -361,7 +447,11 @@ ONYX_OP(kGatherElements, "gather_elements")
       int a = axisOf(g.attrs.i("axis"), x->shape().rank());
       g.add(0, scatter_elements(g.graph.zeros(x->shape(), x->value_type()), a, g.x(1), g.dy, "add"));
     })
-    .onnx("GatherElements", 11);
+    .onnx("GatherElements", 11)
+    .exporter([](OnnxExportCtx& c) {
+      requireBf16(c);
+      c.emitDefault("GatherElements");
+    });
 
 Expr gather_elements(Expr x, int axis, Expr indices) {
   return x->graph()->make(kGatherElements, {x, indices}, {{"axis", attr(axis)}});
@@ -440,7 +530,10 @@ ONYX_OP(kScatterElements, "scatter_elements")
       scatterBackward(g, {[=](Expr e) { return gather_elements(e, a, idx); },
                           [=](Expr d, Expr u, const std::string& r) { return scatter_elements(d, a, idx, u, r); }});
     })
-    .onnx("ScatterElements", 11);
+    .onnx("ScatterElements", 11)
+    .exporter([](OnnxExportCtx& c) { emitScatter(c, "ScatterElements", c.inputs(), true); })
+    // Opsets 9-10: ONNX Scatter, which ScatterElements renamed.
+    .onnxExport(9, [](OnnxExportCtx& c) { emitScatter(c, "Scatter", c.inputs(), true); }, 10);
 
 Expr scatter_elements(Expr data, int axis, Expr indices, Expr updates, const std::string& reduction) {
   return data->graph()->make(kScatterElements, {data, indices, updates},
@@ -490,7 +583,16 @@ ONYX_OP(kGatherNd, "gather_nd")
       g.add(0, scatter_nd(g.graph.zeros(x->shape(), x->value_type()), g.x(1), g.dy, "add",
                           static_cast<int>(g.attrs.i("batch_dims"))));
     })
-    .onnx("GatherND", 11);
+    .onnx("GatherND", 11)
+    // batch_dims is ONNX's from opset 12; at 11 the batch coordinates go into
+    // the indices instead.
+    .exporter([](OnnxExportCtx& c) {
+      requireBf16(c);
+      int64_t b = c.attrs().i("batch_dims");
+      if(b == 0) return c.emit("GatherND", c.inputs(), {c.output()});
+      if(c.opset() >= 12) return c.emit("GatherND", c.inputs(), {c.output()}, {{"batch_dims", b}});
+      c.emit("GatherND", {c.input(0), unbatchedIndices(c, b)}, {c.output()});
+    });
 
 Expr gather_nd(Expr x, Expr indices, int batchDims) {
   return x->graph()->make(kGatherNd, {x, indices}, {{"batch_dims", attr(batchDims)}});
@@ -557,7 +659,15 @@ ONYX_OP(kScatterNd, "scatter_nd")
       scatterBackward(g, {[=](Expr e) { return gather_nd(e, idx, b); },
                           [=](Expr d, Expr u, const std::string& r) { return scatter_nd(d, idx, u, r, b); }});
     })
-    .onnx("ScatterND", 11);
+    .onnx("ScatterND", 11)
+    // ONNX ScatterND has no batch_dims: with b of them, each index tuple gets
+    // its b batch coordinates in front (a constant, concatenated to the
+    // indices as int64), which addresses the same elements in the same order.
+    .exporter([](OnnxExportCtx& c) {
+      int64_t b = c.attrs().i("batch_dims");
+      if(b == 0) return emitScatter(c, "ScatterND", c.inputs(), false);
+      emitScatter(c, "ScatterND", {c.input(0), unbatchedIndices(c, b), c.input(2)}, false);
+    });
 
 Expr scatter_nd(Expr data, Expr indices, Expr updates, const std::string& reduction, int batchDims) {
   return data->graph()->make(kScatterNd, {data, indices, updates},
@@ -576,7 +686,8 @@ ONYX_OP(kArgMax, "argmax")
     .infer(inferArg)
     .cpu(argKernel<true>)
     .notDifferentiable("integer output (indices)")
-    .onnx("ArgMax", 1);
+    .onnx("ArgMax", 1)
+    .exporter([](OnnxExportCtx& c) { emitArg(c, "ArgMax"); });
 
 // y = index of the smallest x along axis
 ONYX_OP(kArgMin, "argmin")
@@ -589,7 +700,8 @@ ONYX_OP(kArgMin, "argmin")
     .infer(inferArg)
     .cpu(argKernel<false>)
     .notDifferentiable("integer output (indices)")
-    .onnx("ArgMin", 1);
+    .onnx("ArgMin", 1)
+    .exporter([](OnnxExportCtx& c) { emitArg(c, "ArgMin"); });
 
 Expr argmax(Expr x, int axis, bool keepdims, bool selectLastIndex) {
   return x->graph()->make(kArgMax, {x},
@@ -660,6 +772,57 @@ ONYX_OP(kCumSum, "cumsum")
       c.check(axis.size() == 1, "axis (input 1) must hold one value, got ", axis.size());
       c.setOutput(0, cumsum(c.input(0), static_cast<int>(axis[0]), c.attrInt("exclusive", 0) != 0,
                             c.attrInt("reverse", 0) != 0));
+    })
+    // The mirror: axis as input 1 (a 0-D int64). CumSum lacks 8- and 16-bit
+    // integers, and float16 / bfloat16 before opset 14: integers are summed
+    // in 64 bits and wrapped back to their width (as the kernel's store
+    // does), float16 / bfloat16 in float64 (the kernel's accumulator) and
+    // cast back.
+    .exporter([](OnnxExportCtx& c) {
+      Attrs a = c.attrs();
+      Type t = c.inputType(0);
+      OnnxAttrs at;
+      if(a.i("exclusive")) at.push_back({"exclusive", int64_t(1)});
+      if(a.i("reverse")) at.push_back({"reverse", int64_t(1)});
+      bool isSigned = t == Type::int8 || t == Type::int16;
+      bool small = isSigned || t == Type::uint8 || t == Type::uint16;
+      bool half = (t == Type::float16 || t == Type::bfloat16) && c.opset() < 14;
+      if(t == Type::bfloat16 && c.opset() < 13) c.requireOpset(14, "element type bfloat16");
+      std::string p = small ? (isSigned ? "i64/" : "u64/") : half ? "f64/" : "";
+      auto axis = [&] {
+        return c.constant(TensorBase::fromVector(Shape{}, std::vector<int64_t>{a.i("axis")}), p + "axis");
+      };
+      if(!small && !half) return c.emit("CumSum", {c.input(0), axis()}, {c.output()}, at);
+      Type via = half ? Type::float64 : isSigned ? Type::int64 : Type::uint64;
+      // Wrapping to the width: ((y + h) mod 2^bits) - h, h = 2^(bits-1) for
+      // signed types (0 for unsigned ones), in the 64-bit type. Its constants
+      // come before the axis: a re-import holds them as graph constants,
+      // which export ahead of what the CumSum node's export adds.
+      int bits = typeBits(t);
+      int64_t h = isSigned ? int64_t(1) << (bits - 1) : 0;
+      std::string hc, mc;
+      if(small) {
+        if(h) hc = c.scalarConst(static_cast<double>(h), via, p + "half");
+        mc = c.scalarConst(static_cast<double>(int64_t(1) << bits), via, p + "modulus");
+      }
+      std::string x = emitCast(c, c.input(0), via, p + "x");
+      std::string y = c.fresh(p.substr(0, 3));
+      c.emit("CumSum", {x, axis()}, {y}, at);
+      if(small) {
+        std::string v = y;
+        if(h) {
+          v = c.fresh(p + "shifted");
+          c.emit("Add", {y, hc}, {v});
+        }
+        std::string m = c.fresh(p + "wrapped");
+        c.emit("Mod", {v, mc}, {m});
+        y = m;
+        if(h) {
+          y = c.fresh(p + "unshifted");
+          c.emit("Sub", {m, hc}, {y});
+        }
+      }
+      c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
     });
 
 Expr cumsum(Expr x, int axis, bool exclusive, bool reverse) {
@@ -721,7 +884,38 @@ ONYX_OP(kTopKIndices, "topk_indices")
       });
     })
     .notDifferentiable("integer output (indices); topk's values get gradients through gather_elements")
-    .noOnnx("ONNX TopK imports as topk_indices plus gather_elements for the values");
+    .noOnnx("ONNX TopK imports as topk_indices plus gather_elements for the values")
+    // Exported as ONNX TopK's indices (output 1; the values output is left
+    // unused), which imports back as this op alone. k is an attribute before
+    // opset 10 and input 1 (a 1-D int64) from 10; largest comes with 11, and
+    // before 11 TopK takes float types only (integers of up to 32 bits go
+    // through an exact cast to float64: same order, same ties).
+    .onnxExport(1, [](OnnxExportCtx& c) {
+      Attrs a = c.attrs();
+      Type t = c.inputType(0);
+      int64_t k = a.i("k"), axis = a.i("axis");
+      bool largest = a.i("largest") != 0;
+      if(!largest) c.requireOpset(11, "largest=0 (the k smallest)");
+      bool floats = t == Type::float16 || t == Type::float32 || t == Type::float64;
+      bool native = floats || (c.opset() >= 11 && isInt(t)) || (t == Type::bfloat16 && c.opset() >= 24);
+      std::string x = c.input(0);
+      if(!native) {
+        bool exact = t == Type::int8 || t == Type::int16 || t == Type::int32 || t == Type::uint8 ||
+                     t == Type::uint16 || t == Type::uint32 || t == Type::bfloat16;
+        // TopK takes float types only before 11, bfloat16 from 24.
+        if(!exact || c.opset() < (t == Type::bfloat16 ? 13 : 6))
+          c.requireOpset(t == Type::bfloat16 ? 24 : 11, str("element type ", t, " in TopK"));
+        x = emitCast(c, x, Type::float64, "f64");
+      }
+      std::vector<std::string> in{x};
+      OnnxAttrs at{{"axis", exportAxis(c, axis, c.inputShape(0).rank())}};
+      if(c.opset() < 10)
+        at.push_back({"k", k});
+      else
+        in.push_back(c.intsConst({k}, "k"));
+      if(!largest) at.push_back({"largest", int64_t(0)});
+      c.emit("TopK", in, {c.fresh("values"), c.output()}, at);
+    });
 
 Expr topk_indices(Expr x, int64_t k, int axis, bool largest) {
   return x->graph()->make(kTopKIndices, {x}, {{"k", attr(k)}, {"axis", attr(axis)}, {"largest", attr(largest)}});

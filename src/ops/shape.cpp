@@ -5,9 +5,12 @@
 #include <onyx/ops/shape.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 
@@ -306,6 +309,76 @@ int64_t prodDims(const Shape::Dims& d, size_t from, size_t to) {
   return p;
 }
 
+// ---------------------------------------------------------------- ONNX export
+
+// An axis as the target opset takes it: ONNX accepts negative axes from
+// opset 11 on, so before that it is written non-negative.
+int64_t exportAxis(OnnxExportCtx& c, int64_t axis, int rank) {
+  return c.opset() < 11 && axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> toVec(const IntList& l) { return std::vector<int64_t>(l.begin(), l.end()); }
+
+bool isOnnxFloat(Type t) { return t == Type::float16 || t == Type::float32 || t == Type::float64; }
+
+// Types that float64 holds exactly (a Cast there and back is the identity).
+bool exactInFloat64(Type t) {
+  switch(t) {
+    case Type::boolean: case Type::int8: case Type::int16: case Type::int32:
+    case Type::uint8: case Type::uint16: case Type::uint32: return true;
+    default: return false;
+  }
+}
+
+// Element types that ONNX added over the opsets. The ops whose type list is
+// "every type" (Reshape, Flatten, Transpose, Pad) take bfloat16 from 13,
+// float8 from 19, 4-bit integers from 21, float4e2m1 from 23, float8e8m0
+// from 24 and 2-bit integers from 25; the other data-movement ops (Slice,
+// Concat, Gather, Expand, Trilu, Tile, Where) stop at bfloat16 (13). Raises
+// an automatic target opset as needed, else refuses naming the opset.
+void requireType(OnnxExportCtx& c, Type t, const char* opType, bool everyType) {
+  int need = 0;
+  switch(t) {
+    case Type::bfloat16: need = 13; break;
+    case Type::float8e4m3fn: case Type::float8e4m3fnuz: case Type::float8e5m2: case Type::float8e5m2fnuz: need = 19; break;
+    case Type::int4: case Type::uint4: need = 21; break;
+    case Type::float4e2m1: need = 23; break;
+    case Type::float8e8m0: need = 24; break;
+    case Type::int2: case Type::uint2: need = 25; break;
+    default: return;
+  }
+  c.check(everyType || need == 13, "ONNX ", opType, " takes no element type ", t, " at any opset");
+  c.requireOpset(need, str("element type ", t));
+}
+
+// The op's ONNX node(s): emitOp(inputs, output, hint prefix) writes them.
+using EmitOnFn = std::function<void(const std::vector<std::string>&, const std::string&, const std::string&)>;
+
+// Old opsets of Reshape (< 5), Concat (< 4), Flatten (< 9) and Pad (< 11,
+// and no bool before 13) lack some types: `native` says whether the op takes
+// x's type at the target opset. If not, a type that float64 holds exactly is
+// cast to float64 for the op and back (moving elements commutes with exact
+// casts); otherwise the export needs opset `nativeFrom`. Names under
+// "<node>/f64/" are what the float64 node, re-imported, exports its own
+// values as.
+void emitOnFloat64(OnnxExportCtx& c, bool native, int nativeFrom, const char* opType, const EmitOnFn& emitOp) {
+  Type t = c.inputType(0);
+  if(native) return emitOp(c.inputs(), c.output(), "");
+  if(!exactInFloat64(t) || c.opset() < 6) {
+    c.requireOpset(nativeFrom, str("element type ", t, " in ", opType));
+    c.fail("element type ", t, " needs opset ", nativeFrom);  // not reached: requireOpset throws
+  }
+  std::vector<std::string> ins;
+  for(size_t i = 0; i < c.numInputs(); ++i) {
+    std::string v = c.fresh("f64_in" + std::to_string(i));
+    c.emit("Cast", {c.input(i)}, {v}, {{"to", int64_t(Type::float64)}});
+    ins.push_back(v);
+  }
+  std::string y = c.fresh("f64");
+  emitOp(ins, y, "f64/");
+  c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- reshape, expand, flatten
@@ -363,6 +436,41 @@ ONYX_OP(kReshape, "reshape")
         s[i] = xs.dims()[i];
       }
       c.setOutput(0, reshape(x, s));
+    })
+    // The mirror: an attribute before opset 5, input 1 from 5. The node's -1
+    // stays ONNX's "infer"; a 0 in it is a zero-sized dim, which ONNX reads
+    // as "copy the input's dim" unless allowzero=1 (opset 14+), so before 14
+    // it is only written where the input's dim is 0 too.
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Reshape", true);
+      std::vector<int64_t> s = toVec(c.attrs().ints("shape"));
+      const Shape& xs = c.inputShape(0);
+      bool zero = false, copiesZero = true;
+      for(size_t i = 0; i < s.size(); ++i)
+        if(s[i] == 0) {
+          zero = true;
+          copiesZero = copiesZero && static_cast<int>(i) < xs.rank() && xs.dims()[i] == 0;
+        }
+      OnnxAttrs extra;
+      if(zero && c.opset() >= 14) extra.push_back({"allowzero", int64_t(1)});
+      if(zero && !copiesZero && c.opset() < 14) {
+        // The result is empty: x (no elements) reshaped to ones with -1 at the
+        // first 0 (which infers 0) and expanded to the shape.
+        if(c.opset() < 8)  // ONNX Reshape before 14 reads a 0 as a copy of the input's dim
+          c.requireOpset(14, str("shape ", attrToString(attr(s)), " of input ", xs, " (a zero-sized dim)"));
+        std::vector<int64_t> ones(s.size(), 1);
+        ones[static_cast<size_t>(std::find(s.begin(), s.end(), 0) - s.begin())] = -1;
+        std::string r = c.fresh("empty");
+        c.emit("Reshape", {c.input(0), c.intsConst(ones, "empty_shape")}, {r});
+        c.emit("Expand", {r, c.intsConst(s, "shape")}, {c.output()});
+        return;
+      }
+      emitOnFloat64(c, c.opset() >= 5 || isOnnxFloat(c.inputType(0)), 5, "Reshape", [&](const std::vector<std::string>& in, const std::string& y, const std::string& p) {
+        if(c.opset() < 5)
+          c.emit("Reshape", {in[0]}, {y}, {{"shape", attr(s)}});
+        else
+          c.emit("Reshape", {in[0], c.intsConst(s, p + "shape")}, {y}, extra);
+      });
     });
 
 Expr reshape(Expr x, const Shape& shape) {
@@ -400,7 +508,31 @@ ONYX_OP(kExpand, "expand")
       std::vector<int64_t> s = c.ints(1);
       for(auto d : s) c.check(d >= 0, "shape ", attrToString(attr(s)), " has a negative dimension");
       c.setOutput(0, expand(c.input(0), Shape(s)));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Expand", false);
+      c.emit("Expand", {c.input(0), c.intsConst(toVec(c.attrs().ints("shape")), "shape")}, {c.output()});
+    })
+    // Opsets 6-7 (no Expand): x reshaped to the result's rank, then tiled.
+    .onnxExport(
+        6,
+        [](OnnxExportCtx& c) {
+          requireType(c, c.inputType(0), "Tile", false);
+          const Shape& out = c.node().shape();
+          const Shape& xs = c.inputShape(0);
+          int r = out.rank(), lead = r - xs.rank();
+          std::vector<int64_t> xr(static_cast<size_t>(lead), 1), reps;
+          for(auto d : xs.dims()) xr.push_back(d);
+          for(int i = 0; i < r; ++i) reps.push_back(xr[static_cast<size_t>(i)] == out[i] ? 1 : out[i]);
+          std::string x = c.input(0);
+          if(lead > 0) {
+            std::string y = c.fresh("ranked");
+            c.emit("Reshape", {x, c.intsConst(xr, "ranked_shape")}, {y});
+            x = y;
+          }
+          c.emit("Tile", {x, c.intsConst(reps, "repeats")}, {c.output()});
+        },
+        7);
 
 Expr expand(Expr x, const Shape& shape) {
   if(x->shape() == shape) return x;
@@ -423,7 +555,14 @@ ONYX_OP(kFlatten, "flatten")
     })
     .cpu(copyKernel)
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
-    .onnx("Flatten", 1);
+    .onnx("Flatten", 1)
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Flatten", true);
+      int64_t axis = exportAxis(c, c.attrs().i("axis"), c.inputShape(0).rank());
+      emitOnFloat64(c, c.opset() >= 9 || isOnnxFloat(c.inputType(0)), 9, "Flatten", [&](const std::vector<std::string>& in, const std::string& y, const std::string&) {
+        c.emit("Flatten", {in[0]}, {y}, {{"axis", axis}});
+      });
+    });
 
 Expr flatten(Expr x, int axis) {
   int r = x->shape().rank();
@@ -484,7 +623,11 @@ ONYX_OP(kTranspose, "transpose")
       for(size_t k = 0; k < p.size(); ++k) inv[p[k]] = static_cast<int>(k);
       g.add(0, transpose(g.dy, inv));
     })
-    .onnx("Transpose", 1);
+    .onnx("Transpose", 1)
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Transpose", true);
+      c.emitDefault("Transpose");
+    });
 
 Expr transpose(Expr x, const std::vector<int>& perm) {
   bool identity = perm.empty() ? x->shape().rank() <= 1 : perm.size() == x->shape().size();
@@ -529,6 +672,57 @@ ONYX_OP(kSlice, "slice")
         if(c.numInputs() > 4 && c.hasInput(4)) steps = c.ints(4);
       }
       c.setOutput(0, slice(c.input(0), starts, ends, axes, steps));
+    })
+    // The mirror: attributes before opset 10 (which have no steps), inputs
+    // from 10; absent axes with steps are an empty optional input.
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Slice", false);
+      Attrs a = c.attrs();
+      std::vector<int64_t> starts = toVec(a.ints("starts")), ends = toVec(a.ints("ends")), axes = toVec(a.ints("axes")),
+                           steps = toVec(a.ints("steps"));
+      int r = c.inputShape(0).rank();
+      for(auto& ax : axes) ax = exportAxis(c, ax, r);
+      if(c.opset() < 10) {
+        // Slice before 10 has no steps: the axes with a step other than 1
+        // become Gathers of the positions the slice reads.
+        SliceDims sd = sliceDimsOf(c.inputShape(0), a);
+        std::vector<int64_t> s1, e1, a1, gatherAxes;
+        for(size_t k = 0; k < starts.size(); ++k) {
+          int64_t ax = axes.empty() ? int64_t(k) : axes[k];
+          ax = ax < 0 ? ax + r : ax;
+          if(steps.empty() || steps[k] == 1) {
+            s1.push_back(starts[k]);
+            e1.push_back(ends[k]);
+            a1.push_back(ax);
+          } else {
+            gatherAxes.push_back(ax);
+          }
+        }
+        std::string x = c.input(0);
+        bool plain = !s1.empty() || gatherAxes.empty();
+        size_t ops = gatherAxes.size() + (plain ? 1 : 0), done = 0;
+        auto next = [&](const std::string& hint) { return ++done == ops ? c.output() : c.fresh(hint); };
+        if(plain) {
+          OnnxAttrs at{{"starts", attr(s1)}, {"ends", attr(e1)}};
+          if(!axes.empty() || !gatherAxes.empty()) at.push_back({"axes", attr(a1)});
+          std::string y = next("unit_steps");
+          c.emit("Slice", {x}, {y}, at);
+          x = y;
+        }
+        for(int64_t ax : gatherAxes) {
+          size_t u = static_cast<size_t>(ax);
+          std::vector<int64_t> pos;
+          for(int64_t j = 0; j < sd.count[u]; ++j) pos.push_back(sd.start[u] + j * sd.step[u]);
+          std::string y = next("steps_axis" + std::to_string(ax));
+          c.emit("Gather", {x, c.intsConst(pos, "positions_axis" + std::to_string(ax))}, {y}, {{"axis", ax}});
+          x = y;
+        }
+        return;
+      }
+      std::vector<std::string> in{c.input(0), c.intsConst(starts, "starts"), c.intsConst(ends, "ends")};
+      if(!axes.empty() || !steps.empty()) in.push_back(axes.empty() ? std::string() : c.intsConst(axes, "axes"));
+      if(!steps.empty()) in.push_back(c.intsConst(steps, "steps"));
+      c.emit("Slice", in, {c.output()});
     });
 
 Expr slice(Expr x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
@@ -645,7 +839,22 @@ ONYX_OP(kConcat, "concat")
         off += n;
       }
     })
-    .onnx("Concat", 4);
+    .onnx("Concat", 4)
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Concat", false);
+      c.emit("Concat", c.inputs(), {c.output()}, {{"axis", exportAxis(c, c.attrs().i("axis"), c.inputShape(0).rank())}});
+    })
+    // Opsets 1-3: the same Concat on float types (axis given explicitly: its
+    // default there is 1).
+    .onnxExport(
+        1,
+        [](OnnxExportCtx& c) {
+          int64_t axis = exportAxis(c, c.attrs().i("axis"), c.inputShape(0).rank());
+          emitOnFloat64(c, isOnnxFloat(c.inputType(0)), 4, "Concat", [&](const std::vector<std::string>& in, const std::string& y, const std::string&) {
+            c.emit("Concat", in, {y}, {{"axis", axis}});
+          });
+        },
+        3);
 
 // Opsets 1-3: the axis is optional and defaults to 1.
 ONYX_ONNX_IMPORT(kConcatV1, "Concat", 1).until(3).importer([](OnnxImportCtx& c) {
@@ -709,7 +918,11 @@ ONYX_OP(kGather, "gather")
       int a = normAxis(g.attrs.i("axis"), g.x(0)->shape().rank(), "axis");
       g.add(0, scatter_add(g.dy, a, g.x(1), g.x(0)->shape()[a]));
     })
-    .onnx("Gather", 1);
+    .onnx("Gather", 1)
+    .exporter([](OnnxExportCtx& c) {
+      requireType(c, c.inputType(0), "Gather", false);
+      c.emit("Gather", c.inputs(), {c.output()}, {{"axis", exportAxis(c, c.attrs().i("axis"), c.inputShape(0).rank())}});
+    });
 
 Expr gather(Expr x, int axis, Expr indices) { return x->graph()->make(kGather, {x, indices}, {{"axis", attr(axis)}}); }
 Expr index_select(Expr x, int axis, Expr indices) { return gather(x, axis, indices); }
@@ -908,6 +1121,41 @@ ONYX_OP(kPad, "pad")
         }
       }
       c.setOutput(0, pad(x, pads, mode, value));
+    })
+    // The mirror: attributes paddings (1) / pads (2-10) and a float value;
+    // from 11 inputs pads and constant_value (x's type, only when it is not
+    // 0). Mode wrap is ONNX's from opset 19.
+    .exporter([](OnnxExportCtx& c) {
+      Attrs a = c.attrs();
+      std::vector<int64_t> pads = toVec(a.ints("pads"));
+      std::string mode = a.s("mode");
+      double value = a.f("value");
+      Type t = c.inputType(0);
+      requireType(c, t, "Pad", true);
+      if(mode == "wrap") c.requireOpset(19, "mode 'wrap'");
+      bool hasValue = mode == "constant" && (value != 0 || std::signbit(value));
+      bool native = c.opset() >= 13 || isOnnxFloat(t) ||
+                    (c.opset() >= 11 && t != Type::boolean && t != Type::bfloat16);
+      if(c.opset() >= 11) {
+        emitOnFloat64(c, native, 13, "Pad",
+                      [&](const std::vector<std::string>& in, const std::string& y, const std::string& p) {
+                        std::vector<std::string> ins{in[0], c.intsConst(pads, p + "pads")};
+                        if(hasValue) ins.push_back(c.scalarConst(value, native ? t : Type::float64, p + "constant_value"));
+                        c.emit("Pad", ins, {y}, {{"mode", mode}});
+                      });
+        return;
+      }
+      // Before 11 the value is a float32 attribute (which is what the kernel
+      // rounds it through for the 16-bit floats too).
+      if(hasValue && t != Type::float32 && t != Type::float16 && t != Type::bfloat16 && std::isfinite(value) &&
+         static_cast<double>(static_cast<float>(value)) != value)
+        c.requireOpset(11, str("value ", value, " (not a float32 value, as Pad's attribute before 11 holds)"));
+      emitOnFloat64(c, native, 11, "Pad",
+                    [&](const std::vector<std::string>& in, const std::string& y, const std::string&) {
+                      OnnxAttrs at{{c.opset() < 2 ? "paddings" : "pads", attr(pads)}, {"mode", mode}};
+                      if(hasValue) at.push_back({"value", value});
+                      c.emit("Pad", {in[0]}, {y}, at);
+                    });
     });
 
 Expr pad(Expr x, const std::vector<int64_t>& pads, const std::string& mode, double value) {

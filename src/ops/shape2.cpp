@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 
@@ -38,6 +39,12 @@ void triluZeroRange(bool upper, int64_t k, int64_t i, int64_t m, int64_t& lo, in
 int64_t clampK(int64_t k, const Shape& s) {
   int64_t lim = s[-1] + s[-2] + 1;
   return std::clamp<int64_t>(k, -lim, lim);
+}
+
+// ONNX Trilu (and Where) take the 16 types up to bfloat16, no float8.
+void checkTriluType(OnnxExportCtx& c) {
+  Type t = c.inputType(0);
+  c.check(!isSmallFloat(t), "ONNX Trilu takes no element type ", t, " at any opset");
 }
 
 }  // namespace
@@ -90,7 +97,40 @@ ONYX_OP(kTrilu, "trilu")
         k = kv[0];
       }
       c.setOutput(0, trilu(c.input(0), c.attrInt("upper", 1) != 0, k));
-    });
+    })
+    // The mirror: k as input 1 (a 0-D int64), left out when it is 0.
+    .exporter([](OnnxExportCtx& c) {
+      checkTriluType(c);
+      Attrs a = c.attrs();
+      std::vector<std::string> in{c.input(0)};
+      if(a.i("k") != 0)
+        in.push_back(c.constant(TensorBase::fromVector(Shape{}, std::vector<int64_t>{a.i("k")}), "k"));
+      c.emit("Trilu", in, {c.output()}, {{"upper", int64_t(a.i("upper") != 0 ? 1 : 0)}});
+    })
+    // Opsets 9-13 (no Trilu): Where(mask, x, 0) with the kept positions of
+    // one matrix as a constant bool mask (broadcast over the leading dims);
+    // the zeros are all-zero bytes as the kernel's.
+    .onnxExport(
+        9,
+        [](OnnxExportCtx& c) {
+          checkTriluType(c);
+          // Where takes bfloat16 from opset 16 only, Trilu (14) does.
+          if(c.inputType(0) == Type::bfloat16) c.requireOpset(14, "element type bfloat16");
+          Attrs a = c.attrs();
+          const Shape& s = c.inputShape(0);
+          int64_t n = s[-2], m = s[-1], k = clampK(a.i("k"), s);
+          std::vector<char> keep(static_cast<size_t>(n * m), 1);
+          for(int64_t i = 0; i < n; ++i) {
+            int64_t lo, hi;
+            triluZeroRange(a.i("upper") != 0, k, i, m, lo, hi);
+            for(int64_t j = lo; j < hi; ++j) keep[static_cast<size_t>(i * m + j)] = 0;
+          }
+          Tensor mask = TensorBase::create(Shape{n, m}, Type::boolean);
+          if(mask->bytes() > 0) std::memcpy(mask->raw(), keep.data(), keep.size());
+          c.emit("Where", {c.constant(mask, "mask"), c.input(0), c.scalarConst(0, c.inputType(0), "zero")},
+                 {c.output()});
+        },
+        13);
 
 Expr trilu(Expr x, bool upper, int64_t k) {
   return x->graph()->make(kTrilu, {x}, {{"upper", attr(int64_t(upper ? 1 : 0))}, {"k", attr(k)}});
