@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -102,6 +103,53 @@ KernelFn softmaxKernel(bool logOut) {
   };
 }
 
+// ---- export helpers
+
+// ONNX has no bfloat16 before opset 13 (not even in Cast).
+void checkBf16Opset(OnnxExportCtx& c, Type t) {
+  if(t == Type::bfloat16) c.requireOpset(13, "bfloat16 (ONNX has none before opset 13)");
+}
+
+// The permutation moving axis `from` of a rank-r tensor to position `to`
+// (the others keep their order), and its inverse.
+std::vector<int64_t> moveAxisPerm(int r, int from, int to) {
+  std::vector<int64_t> p;
+  for(int d = 0; d < r; ++d)
+    if(d != from) p.push_back(d);
+  p.insert(p.begin() + to, from);
+  return p;
+}
+std::vector<int64_t> inversePerm(const std::vector<int64_t>& p) {
+  std::vector<int64_t> q(p.size());
+  for(size_t i = 0; i < p.size(); ++i) q[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
+  return q;
+}
+
+// Softmax, LogSoftmax and Hardmax at opsets 1-12, which view the input as
+// 2-D [d0*..*d(axis-1), d(axis)*..*d(n-1)] and normalise each row. That is
+// this op when every dim after the axis is 1 (the old importer maps it back
+// to this op); otherwise the axis is moved last by a Transpose, the op runs
+// on the last axis and a second Transpose restores the order (the re-import
+// computes the same lines in the same order, so the same bits).
+void exportCoerced2d(OnnxExportCtx& c, const char* opType) {
+  const Shape& s = c.inputShape(0);
+  const int r = s.rank();
+  const int axis = normAxis(s, c.attrs().i("axis"));
+  bool trailingOnes = true;
+  for(int d = axis + 1; d < r; ++d) trailingOnes = trailingOnes && s.dims()[d] == 1;
+  checkBf16Opset(c, c.inputType(0));
+  const std::string x = c.input(0), y = c.output();
+  if(trailingOnes) {
+    c.emit(opType, {x}, {y}, {{"axis", int64_t(axis)}});
+  } else {
+    std::vector<int64_t> perm = moveAxisPerm(r, axis, r - 1);
+    std::string t = c.fresh("axis_last"), u = c.fresh("axis_last_out");
+    c.emit("Transpose", {x}, {t}, {{"perm", attr(perm)}});
+    c.emit(opType, {t}, {u}, {{"axis", int64_t(r - 1)}});
+    c.emit("Transpose", {u}, {y}, {{"perm", attr(inversePerm(perm))}});
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ softmax
@@ -121,7 +169,8 @@ ONYX_OP(kSoftmax, "softmax")
     })
     // Opset 13 changed Softmax from "flatten to 2-D at axis" to "along one
     // axis", which is this op; older opsets differ for rank > 2.
-    .onnx("Softmax", 13);
+    .onnx("Softmax", 13)
+    .onnxExport(1, [](OnnxExportCtx& c) { exportCoerced2d(c, "Softmax"); }, 12);
 
 Expr softmax(Expr x, int axis) { return x->graph()->make(kSoftmax, {x}, {{"axis", attr(axis)}}); }
 
@@ -137,7 +186,8 @@ ONYX_OP(kLogSoftmax, "log_softmax")
       int axis = static_cast<int>(g.attrs.i("axis"));
       g.add(0, g.dy - exp(g.y()) * sum(g.dy, std::vector<int>{axis}, true));
     })
-    .onnx("LogSoftmax", 13);  // same opset-13 semantics change as Softmax
+    .onnx("LogSoftmax", 13)  // same opset-13 semantics change as Softmax
+    .onnxExport(1, [](OnnxExportCtx& c) { exportCoerced2d(c, "LogSoftmax"); }, 12);
 
 Expr log_softmax(Expr x, int axis) { return x->graph()->make(kLogSoftmax, {x}, {{"axis", attr(axis)}}); }
 
@@ -172,7 +222,8 @@ void hardmaxLines(const TensorBase& xt, TensorBase& yt, int axis) {
 
 // Opsets 1-12 of Softmax, LogSoftmax and Hardmax: the input is viewed as
 // 2-D [d0*..*d(axis-1), d(axis)*..*d(n-1)] (axis default 1) and the op runs
-// along the second dim.
+// along the second dim. When every dim after the axis is 1 that is the op
+// along the axis itself (what the opset < 13 export emits for it).
 void importCoerced2d(OnnxImportCtx& c, Expr (*op)(Expr, int)) {
   Expr x = c.input(0);
   const int r = x->shape().rank();
@@ -180,8 +231,10 @@ void importCoerced2d(OnnxImportCtx& c, Expr (*op)(Expr, int)) {
   c.check(r >= 1, "needs an input of rank >= 1, got a scalar");
   c.check(axis >= -r && axis <= r, "axis ", axis, " is out of range for rank ", r);
   if(axis < 0) axis += r;
-  if(axis == r - 1) {
-    c.setOutput(0, op(x, -1));
+  bool trailingOnes = axis < r;
+  for(int d = static_cast<int>(axis) + 1; d < r; ++d) trailingOnes = trailingOnes && x->shape().dims()[d] == 1;
+  if(trailingOnes) {
+    c.setOutput(0, op(x, axis == r - 1 ? -1 : static_cast<int>(axis)));
     return;
   }
   c.setOutput(0, reshape(op(flatten(x, static_cast<int>(axis)), -1), x->shape()));
@@ -202,7 +255,8 @@ ONYX_OP(kHardmax, "hardmax")
       });
     })
     .notDifferentiable("piecewise constant: the gradient is zero almost everywhere")
-    .onnx("Hardmax", 13);
+    .onnx("Hardmax", 13)
+    .onnxExport(1, [](OnnxExportCtx& c) { exportCoerced2d(c, "Hardmax"); }, 12);
 
 Expr hardmax(Expr x, int axis) { return x->graph()->make(kHardmax, {x}, {{"axis", attr(axis)}}); }
 
@@ -246,12 +300,17 @@ std::vector<C> expandToBlock(const TensorBase& p, const Shape::Dims& block, int6
   return out;
 }
 
+// The epsilon layer_norm uses: its attribute rounded to float32, the type of
+// ONNX's epsilon attribute, so that an exported and re-imported layer_norm
+// computes the same bits.
+double layerNormEps(const Attrs& a) { return static_cast<double>(static_cast<float>(a.f("epsilon"))); }
+
 template <class T>
 void layerNormRows(KernelCtx& c) {
   using C = typename ComputeOf<T>::type;
   const TensorBase& xt = *c.in[0];
   const int axis = normAxis(xt.shape(), c.attrs.i("axis"));
-  const double eps = c.attrs.f("epsilon");
+  const double eps = layerNormEps(c.attrs);
   const Shape::Dims block = trailingDims(xt.shape(), axis);
   int64_t n = 1;
   for(auto d : block) n *= d;
@@ -287,7 +346,8 @@ void layerNormRows(KernelCtx& c) {
 
 // y = (x - mean) / sqrt(var + epsilon) * gamma + beta, mean/var over dims axis..end
 ONYX_OP(kLayerNorm, "layer_norm")
-    .doc("y = (x - mean) / sqrt(var + epsilon) * gamma + beta, mean and var over the dims from axis to the end")
+    .doc("y = (x - mean) / sqrt(var + epsilon) * gamma + beta, mean and var over the dims from axis to the end "
+         "(epsilon used as a float32 value, as in ONNX)")
     .inputs(3)
     .attr("axis", int64_t(-1))
     .attr("epsilon", 1e-5)
@@ -327,7 +387,7 @@ ONYX_OP(kLayerNorm, "layer_norm")
         count *= double(x->shape().dims()[a]);
       }
       Expr xc = x - sum(x, axes, true) / count;
-      Expr rstd = 1.0 / sqrt(sum(xc * xc, axes, true) / count + g.attrs.f("epsilon"));
+      Expr rstd = 1.0 / sqrt(sum(xc * xc, axes, true) / count + layerNormEps(g.attrs));
       Expr xhat = xc * rstd;
       if(g.needs(1)) g.add(1, g.dy * xhat);
       if(g.needs(2)) g.add(2, g.dy);
@@ -341,6 +401,11 @@ ONYX_OP(kLayerNorm, "layer_norm")
     // the normalised dims set to 1). stash_type only names the precision of
     // the statistics, which the kernel keeps in double anyway.
     .onnx("LayerNormalization", 17)
+    .exporter([](OnnxExportCtx& c) {
+      // axis as the import stores it (non-negative), stash_type left at its default
+      c.emit("LayerNormalization", c.inputs(), {c.output()},
+             {{"axis", int64_t(normAxis(c.inputShape(0), c.attrs().i("axis")))}, {"epsilon", c.attrs().f("epsilon")}});
+    })
     .importer([](OnnxImportCtx& c) {
       Expr x = c.input(0), scale = c.input(1);
       const int r = x->shape().rank();
@@ -399,11 +464,14 @@ std::string indexString(const Shape& shape, int64_t flat) {
   return s + "]";
 }
 
+// One loss per line of the logits along the class axis; line k's label is
+// labels[k] (the labels are the logits' shape without the class axis).
 template <class T, class L>
 void crossEntropyRows(KernelCtx& c) {
   const TensorBase& lt = *c.in[0];
   const TensorBase& labt = *c.in[1];
-  const int64_t classes = lt.shape().dims()[lt.shape().rank() - 1];
+  const AxisLines lines(lt.shape(), normAxis(lt.shape(), c.attrs.i("axis")));
+  const int64_t classes = lines.n, st = lines.inner;
   const int64_t rows = labt.size();
   const L* labels = labt.data<L>();
   // Checked up front, on one thread: an exception must not leave an OpenMP region.
@@ -418,18 +486,18 @@ void crossEntropyRows(KernelCtx& c) {
   T* y = c.out.data<T>();
   host::parallelFor(rows, lt.size(), [&](int64_t b, int64_t e) {
     for(int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * classes;
+      const T* xr = x + lines.start(r);
       double m = -std::numeric_limits<double>::infinity();
-      for(int64_t j = 0; j < classes; ++j) m = std::max(m, double(host::load(xr, j)));
+      for(int64_t j = 0; j < classes; ++j) m = std::max(m, double(host::load(xr, j * st)));
       double s = 0, sx = 0;
       for(int64_t j = 0; j < classes; ++j) {
-        double v = host::load(xr, j);
+        double v = host::load(xr, j * st);
         s += std::exp(v - m);
         sx += v;
       }
       // -sum(q * (x - lse)) with sum(q) = 1: lse - (1 - ls) x[label] - ls/C sum(x)
       const double lse = m + std::log(s);
-      double loss = lse - (1 - ls) * double(host::load(xr, static_cast<int64_t>(labels[r])));
+      double loss = lse - (1 - ls) * double(host::load(xr, static_cast<int64_t>(labels[r]) * st));
       if(ls != 0) loss -= ls / double(classes) * sx;
       host::store(y, r, loss);
     }
@@ -484,25 +552,74 @@ Expr nllLossImport(OnnxImportCtx& c, Expr lp, Expr target) {
   return sum(loss) / sum(w);
 }
 
+// cross_entropy as SoftmaxCrossEntropyLoss (reduction "none"), classes on
+// axis 1.
+void exportCrossEntropy(OnnxExportCtx& c) {
+  const Shape& s = c.inputShape(0);
+  const int r = s.rank();
+  const int axis = normAxis(s, c.attrs().i("axis"));
+  const double ls = c.attrs().f("label_smoothing");
+  const Type t = c.inputType(0);
+  checkBf16Opset(c, t);
+  std::string x = c.input(0), labels = c.input(1);
+  if(r == 1) {
+    // One row: [1, C] and [1], the loss [1] reshaped to a scalar at the end.
+    // The shapes are named "<value>/shape" as the reshape nodes of the
+    // re-import name theirs, so a second round trip gives the same file.
+    std::string x2 = c.fresh("logits_row"), l2 = c.fresh("labels_row");
+    c.emit("Reshape", {x, c.intsConst({1, s.dims()[0]}, "logits_row/shape")}, {x2});
+    c.emit("Reshape", {labels, c.intsConst({1}, "labels_row/shape")}, {l2});
+    x = x2;
+    labels = l2;
+  } else if(axis != 1) {
+    std::string x2 = c.fresh("classes_axis1");
+    c.emit("Transpose", {x}, {x2}, {{"perm", attr(moveAxisPerm(r, axis, 1))}});
+    x = x2;
+  }
+  const std::string y = r == 1 ? c.fresh("row_loss") : c.output();
+  const OnnxAttrs reduction{{"reduction", std::string("none")}};
+  if(ls == 0) {
+    c.emit("SoftmaxCrossEntropyLoss", {x, labels}, {y}, reduction);
+  } else {
+    // -sum(q * lp) = (1 - ls) * (-lp[label]) - ls * mean(lp over the classes)
+    std::string loss = c.fresh("nll"), lp = c.fresh("log_prob"), m = c.fresh("mean_log_prob");
+    c.emit("SoftmaxCrossEntropyLoss", {x, labels}, {loss, lp}, reduction);
+    std::vector<int64_t> axes{1};
+    if(c.opset() >= 18)
+      c.emit("ReduceMean", {lp, c.intsConst(axes, "classes")}, {m}, {{"keepdims", int64_t(0)}});
+    else
+      c.emit("ReduceMean", {lp}, {m}, {{"axes", attr(axes)}, {"keepdims", int64_t(0)}});
+    std::string a = c.fresh("nll_scaled"), b = c.fresh("smoothing");
+    c.emit("Mul", {loss, c.scalarConst(1 - ls, t, "one_minus_smoothing")}, {a});
+    c.emit("Mul", {m, c.scalarConst(ls, t, "label_smoothing")}, {b});
+    c.emit("Sub", {a, b}, {y});
+  }
+  if(r == 1) c.emit("Reshape", {y, c.intsConst({}, "shape")}, {c.output()});
+}
+
 }  // namespace
 
 // y[...] = -sum_c q[..., c] * log_softmax(logits)[..., c], q = (1-ls) onehot(labels) + ls/C
 ONYX_OP(kCrossEntropy, "cross_entropy")
-    .doc("y = -sum(q * log_softmax(logits)) over the last axis, q = (1 - label_smoothing) * onehot(labels) + "
-         "label_smoothing / classes; labels int32/int64 with logits' shape minus the last dim")
+    .doc("y = -sum(q * log_softmax(logits)) over the class axis (default the last), q = (1 - label_smoothing) * "
+         "onehot(labels) + label_smoothing / classes; labels int32/int64 with logits' shape minus the class axis")
     .inputs(2)
     .attr("label_smoothing", 0.0)
+    .attr("axis", int64_t(-1))
     .infer([](InferCtx& c) {
       c.requireFloat(0);
       const Shape& ls = c.shapeOf(0);
       const Shape& lb = c.shapeOf(1);
       c.check(c.typeOf(1) == Type::int32 || c.typeOf(1) == Type::int64, "labels (input 1) have element type ",
               c.typeOf(1), "; they must be class indices of type int32 or int64");
-      c.check(ls.rank() >= 1, "logits must have rank >= 1 (classes on the last axis), got a scalar");
-      c.check(ls.dims()[ls.rank() - 1] >= 1, "logits have no classes (last dim is 0)");
-      Shape want(Shape::Dims(ls.dims().begin(), ls.dims().end() - 1));
+      c.check(ls.rank() >= 1, "logits must have rank >= 1 (classes on the class axis), got a scalar");
+      const int axis = checkedAxis(c, ls, c.attrs.i("axis"));
+      c.check(ls.dims()[axis] >= 1, "logits have no classes (dim ", axis, " is 0)");
+      Shape::Dims wd = ls.dims();
+      wd.erase(wd.begin() + axis);
+      Shape want(wd);
       c.check(lb == want, "labels of shape ", lb, " do not match logits of shape ", ls, ": expected labels of shape ",
-              want, " (one class index per row of logits)");
+              want, " (one class index per line of logits along axis ", axis, ")");
       double a = c.attrs.f("label_smoothing");
       c.check(a >= 0 && a <= 1, "label_smoothing must be in [0, 1], got ", a);
       c.shape = lb;
@@ -515,36 +632,45 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
         });
       });
     })
-    // dlogits = (softmax(logits) - q) * dy[..., None]; labels are not differentiable.
+    // dlogits = (softmax(logits) - q) * dy with a unit class axis inserted;
+    // labels are not differentiable.
     .backward([](GradCtx& g) {
       if(!g.needs(0)) return;
       Expr logits = g.x(0), labels = g.x(1);
-      const int64_t classes = logits->shape().dims()[logits->shape().rank() - 1];
+      const Shape& s = logits->shape();
+      const int axis = normAxis(s, g.attrs.i("axis"));
+      const int64_t classes = s.dims()[axis];
       std::vector<int64_t> column = labels->shape().vec();
-      column.push_back(1);
+      column.insert(column.begin() + axis, 1);
       std::vector<int64_t> ids(static_cast<size_t>(classes));
       std::iota(ids.begin(), ids.end(), int64_t(0));
-      Expr classIds = g.graph.constant(Shape({classes}), inits::fromVector(ids), labels->value_type());
+      std::vector<int64_t> idShape(static_cast<size_t>(s.rank()), 1);
+      idShape[static_cast<size_t>(axis)] = classes;
+      Expr classIds = g.graph.constant(Shape(idShape), inits::fromVector(ids), labels->value_type());
       Expr q = cast(eq(reshape(labels, column), classIds), logits->value_type());
       double a = g.attrs.f("label_smoothing");
       if(a != 0) q = q * (1 - a) + a / double(classes);
-      g.add(0, (softmax(logits, -1) - q) * reshape(g.dy, column));
+      g.add(0, (softmax(logits, axis) - q) * reshape(g.dy, column));
     })
-    // SoftmaxCrossEntropyLoss differs in three ways the exporter must bridge:
+    // SoftmaxCrossEntropyLoss differs in three ways the exporter bridges:
     // its default reduction is "mean" (export sets reduction="none"), its class
-    // axis is 1 (logits of rank > 2 need a Transpose moving the last axis to 1),
-    // and it has no label smoothing (label_smoothing != 0 exports as the
-    // composite -sum(q * LogSoftmax(logits))).
-    // Import: 2-D logits without weights, ignore_index or log_prob use this
-    // op; everything else is the composite NLL(log_softmax(x, 1)).
+    // axis is 1 (another class axis is moved to 1 by a Transpose; 1-D logits
+    // become one row [1, C] by Reshapes), and it has no label smoothing
+    // (cross_entropy() builds smoothing from other ops; a node with the
+    // attribute set exports as (1 - ls) * loss - ls * mean(log_prob, class
+    // axis), equal up to rounding but not bit for bit).
+    // Import: logits without weights, ignore_index or log_prob use this op
+    // (class axis 1; -1 for 2-D), reduction a sum or mean of its result;
+    // everything else is the composite NLL(log_softmax(x, 1)).
     .onnx("SoftmaxCrossEntropyLoss", 12)
+    .exporter(exportCrossEntropy)
     .importer([](OnnxImportCtx& c) {
       Expr x = c.input(0), labels = c.input(1);
       const bool logProb = c.numOutputs() > 1 && c.wantsOutput(1);
-      if(x->shape().rank() == 2 && !c.hasAttr("ignore_index") && !(c.numInputs() > 2 && c.hasInput(2)) && !logProb &&
+      if(x->shape().rank() >= 2 && !c.hasAttr("ignore_index") && !(c.numInputs() > 2 && c.hasInput(2)) && !logProb &&
          (labels->value_type() == Type::int32 || labels->value_type() == Type::int64)) {
         std::string reduction = c.attrString("reduction", "mean");
-        Expr loss = cross_entropy(x, labels);
+        Expr loss = cross_entropy(x, labels, 0.f, x->shape().rank() == 2 ? -1 : 1);
         if(reduction == "sum") loss = sum(loss);
         else if(reduction == "mean") loss = mean(loss);
         else c.check(reduction == "none", "reduction '", reduction, "' is not one of none, sum, mean");
@@ -557,8 +683,18 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
       if(logProb) c.setOutput(1, lp);
     });
 
-Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing) {
-  return logits->graph()->make(kCrossEntropy, {logits, labels}, {{"label_smoothing", attr(labelSmoothing)}});
+// With label smoothing ls: (1 - ls) * ce + ls * (logsumexp(x) - mean(x))
+// over the class axis, the same loss built from ops that ONNX expresses
+// one to one, so that an exported graph re-imports to the same bits (the
+// op's own label_smoothing attribute exports only as an approximation).
+Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing, int axis) {
+  ONYX_CHECK(labelSmoothing >= 0 && labelSmoothing <= 1, "cross_entropy: label_smoothing must be in [0, 1], got ",
+             labelSmoothing);
+  Expr ce = logits->graph()->make(kCrossEntropy, {logits, labels}, {{"label_smoothing", 0.0}, {"axis", attr(axis)}});
+  if(labelSmoothing == 0) return ce;
+  const double ls = labelSmoothing;
+  std::vector<int> classes{normAxis(logits->shape(), axis)};
+  return ce * (1 - ls) + (logsumexp(logits, classes, false) - mean(logits, classes, false)) * ls;
 }
 
 
@@ -606,11 +742,24 @@ ONYX_OP(kDropoutMask, "dropout_mask")
       });
     })
     .notDifferentiable("a random mask with no inputs; dropout's gradient flows through the mul by the mask")
-    // Export is for inference, where dropout() builds no mask at all. ONNX's
-    // own Dropout draws its mask inside the node, so a mask shared between
-    // forward and backward has no ONNX equivalent; the importer maps ONNX
-    // Dropout to dropout().
-    .noOnnx("training-time random mask; dropout is the identity in the inference graphs that export");
+    // No ONNX op is a bare mask, but Dropout in training mode (opset 12+) on
+    // ones outputs exactly 1 / (1 - ratio) where kept and 0 elsewhere: the
+    // mask is exported as Dropout(Expand(1, shape), ratio, training_mode =
+    // true), which the Dropout import maps back to this op alone. Its draws
+    // come from the runtime's generator (other runtimes draw other masks).
+    .noOnnx("no ONNX op is a bare random mask; exported as Dropout(Expand(1, shape), p, training_mode=true)")
+    .onnxExport(12, [](OnnxExportCtx& c) {
+      const Attrs a = c.attrs();
+      const Type to = static_cast<Type>(a.i("to"));
+      checkBf16Opset(c, to);
+      const IntList& shape = a.ints("shape");
+      std::string ones = c.fresh("ones");
+      c.emit("Expand", {c.scalarConst(1, to, "one"), c.intsConst(std::vector<int64_t>(shape.begin(), shape.end()), "shape")},
+             {ones});
+      c.emit("Dropout",
+             {ones, c.scalarConst(a.f("p"), Type::float64, "ratio"), c.scalarConst(1, Type::boolean, "training_mode")},
+             {c.output()});
+    });
 
 Expr dropout_mask(ExpressionGraph* graph, const Shape& shape, float p, Type type) {
   if(type == Type::undefined) type = graph->getDefaultElementType();
@@ -626,6 +775,21 @@ Expr dropout(Expr x, float p, bool training) {
   if(!training || p == 0 || x->graph()->isInference()) return x;
   return x * dropout_mask(x->graph(), x->shape(), p, x->value_type());
 }
+
+namespace {
+
+// Whether x is a constant of ones, or such a constant expanded (how
+// dropout_mask exports: 1 * m is m, bit for bit).
+bool allOnes(OnnxImportCtx& c, Expr x) {
+  if(x->kind() == NodeKind::Op && x->op()->name == "expand") x = x->child(0);
+  if(x->kind() != NodeKind::Constant) return false;
+  Tensor t = c.valueOf(x);
+  for(int64_t i = 0; i < t->size(); ++i)
+    if(t->getAsDouble(i) != 1.0) return false;
+  return true;
+}
+
+}  // namespace
 
 // ONNX Dropout, every opset. Opsets 1-11 have no training switch and import
 // as the identity (inference; is_test and ratio are read and ignored).
@@ -656,7 +820,7 @@ ONYX_ONNX_IMPORT(kOnnxDropout, "Dropout", 1).importer([](OnnxImportCtx& c) {
     return;
   }
   Expr m = dropout_mask(&c.graph(), x->shape(), static_cast<float>(ratio), x->value_type());
-  c.setOutput(0, x * m);
+  c.setOutput(0, allOnes(c, x) ? m : x * m);
   if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, cast(ne(m, 0.0), maskType));
 });
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -70,6 +71,73 @@ Expr makeGenerator(const OpDef& op, ExpressionGraph* graph, const Shape& shape, 
   return e;
 }
 
+// ---- export
+
+// ONNX has no bfloat16 before opset 13 (not even in Cast).
+void checkBf16Opset(OnnxExportCtx& c, Type t) {
+  if(t == Type::bfloat16) c.requireOpset(13, "bfloat16 (ONNX has none before opset 13)");
+}
+
+bool isFloat32Value(double v) { return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v; }
+
+// The `seed` attribute of a seeded node (none when unseeded). ONNX's seed is
+// a float32: a seed that is not one would re-import as another stream.
+void addSeed(OnnxExportCtx& c, OnnxAttrs& attrs) {
+  const Attrs a = c.attrs();
+  if(!a.i("seeded")) return;
+  const double seed = a.f("seed"), back = static_cast<double>(static_cast<float>(seed));
+  c.check(std::memcmp(&seed, &back, sizeof seed) == 0, "seed ", seed, " is not a float32 value; ONNX's seed ",
+          "attribute is a float32, so the exported model would draw other numbers (seed with a float32 value)");
+  attrs.emplace_back("seed", seed);
+}
+
+// RandomUniform (low + (high - low) * u) and RandomNormal (mean + scale *
+// n), computed in double and rounded to the output type. When both
+// parameters are float32 values (ONNX's attributes are float32) the node
+// exports as is. Otherwise the draw is exported as a float64 generator with
+// unit parameters (0 + 1 * u is u exactly), then Mul and Add by float64
+// constants and a Cast: the kernel's double arithmetic and rounding.
+// bfloat16 at opsets 13-21 (where Cast has it but the generators do not)
+// is drawn as float32 and cast: the kernel rounds through float32 too. The
+// values of such a bridged node are named under "<node>/f32/", as the
+// float32 node, re-imported, names them, so that a second round trip gives
+// the same file.
+void exportGenerator(OnnxExportCtx& c, const char* opType, bool normal) {
+  const Attrs at = c.attrs();
+  const char* aName = normal ? "mean" : "low";
+  const char* bName = normal ? "scale" : "high";
+  const Type to = static_cast<Type>(at.i("to"));
+  const double a = at.f(aName), b = at.f(bName);
+  checkBf16Opset(c, to);
+  const bool bf16 = to == Type::bfloat16 && c.opset() < 22;
+  const std::string p = bf16 ? "f32/" : "";
+  const Type t = bf16 ? Type::float32 : to;
+  const std::string y = bf16 ? c.fresh("f32") : c.output();
+  OnnxAttrs attrs{{"shape", at.ints("shape")}};
+  if(isFloat32Value(a) && isFloat32Value(b)) {
+    attrs.emplace_back(aName, a);
+    attrs.emplace_back(bName, b);
+    attrs.emplace_back("dtype", int64_t(t));
+    addSeed(c, attrs);
+    c.emit(opType, {}, {y}, attrs);
+  } else {
+    c.requireOpset(7, str(aName, " = ", a, " and ", bName, " = ", b, ", not both float32 values (ONNX's attributes ",
+                          "are float32), exported exactly as a float64 draw, Mul and Add,"));
+    attrs.emplace_back(aName, 0.0);
+    attrs.emplace_back(bName, 1.0);
+    attrs.emplace_back("dtype", int64_t(Type::float64));
+    addSeed(c, attrs);
+    const double mul = normal ? b : b - a;
+    std::string u = c.fresh(p + "unit"), mu = c.fresh(p + "scaled");
+    std::string v = t == Type::float64 ? y : c.fresh(p + "f64");
+    c.emit(opType, {}, {u}, attrs);
+    c.emit("Mul", {u, c.scalarConst(mul, Type::float64, p + "scale")}, {mu});
+    c.emit("Add", {mu, c.scalarConst(a, Type::float64, p + "offset")}, {v});
+    if(v != y) c.emit("Cast", {v}, {y}, {{"to", int64_t(t)}});
+  }
+  if(bf16) c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(Type::bfloat16)}});
+}
+
 }  // namespace
 
 // y ~ U[low, high)
@@ -89,7 +157,9 @@ ONYX_OP(kRandomUniform, "random_uniform")
       fillRandom(c, [&](NodeRng& r) { return lo + (hi - lo) * r.uniform(); });
     })
     .notDifferentiable("random values with no inputs")
-    .noOnnx("imported from RandomUniform/RandomUniformLike by composite rules that read the shape and dtype");
+    .noOnnx("imported from RandomUniform/RandomUniformLike by composite rules that read the shape and dtype; "
+            "exported as RandomUniform")
+    .onnxExport(1, [](OnnxExportCtx& c) { exportGenerator(c, "RandomUniform", false); });
 
 Expr random_uniform(ExpressionGraph* graph, const Shape& shape, double low, double high, Type type,
                     std::optional<double> seed) {
@@ -113,7 +183,9 @@ ONYX_OP(kRandomNormal, "random_normal")
       fillRandom(c, [&](NodeRng& r) { return mean + scale * r.normal(); });
     })
     .notDifferentiable("random values with no inputs")
-    .noOnnx("imported from RandomNormal/RandomNormalLike by composite rules that read the shape and dtype");
+    .noOnnx("imported from RandomNormal/RandomNormalLike by composite rules that read the shape and dtype; "
+            "exported as RandomNormal")
+    .onnxExport(1, [](OnnxExportCtx& c) { exportGenerator(c, "RandomNormal", true); });
 
 Expr random_normal(ExpressionGraph* graph, const Shape& shape, double mean, double scale, Type type,
                    std::optional<double> seed) {
@@ -168,7 +240,23 @@ ONYX_OP(kMultinomial, "multinomial")
       }
     })
     .notDifferentiable("sampled class indices")
-    .noOnnx("imported from Multinomial by a composite rule that reads sample_size, dtype and seed");
+    .noOnnx("imported from Multinomial by a composite rule that reads sample_size, dtype and seed; exported as "
+            "Multinomial")
+    // bfloat16 at opsets 13-21 (Multinomial lacks it) is cast to float32
+    // first: exact, and the kernel reads the logits as doubles either way.
+    .onnxExport(7, [](OnnxExportCtx& c) {
+      const Attrs a = c.attrs();
+      checkBf16Opset(c, c.inputType(0));
+      std::string x = c.input(0);
+      if(c.inputType(0) == Type::bfloat16 && c.opset() < 22) {
+        std::string f = c.fresh("logits_f32");
+        c.emit("Cast", {x}, {f}, {{"to", int64_t(Type::float32)}});
+        x = f;
+      }
+      OnnxAttrs attrs{{"dtype", a.i("to")}, {"sample_size", a.i("sample_size")}};
+      addSeed(c, attrs);
+      c.emit("Multinomial", {x}, {c.output()}, attrs);
+    });
 
 Expr multinomial(Expr logits, int64_t sampleSize, Type type, std::optional<double> seed) {
   Expr e = logits->graph()->make(kMultinomial, {logits},
