@@ -15,7 +15,9 @@ std::string onnxColumn(const OpDef& op) {
   for(auto& m : op.onnxMappings) {
     if(!s.empty()) s += ", ";
     if(!m.importable) {
-      s += "composite export " + std::to_string(m.since) + "+ (" + op.noOnnxWhy + ")";
+      s += "composite export " + std::to_string(m.since);
+      s += m.until >= (1 << 30) ? "+" : "–" + std::to_string(m.until);
+      if(!op.noOnnxWhy.empty()) s += " (" + op.noOnnxWhy + ")";
       continue;
     }
     s += (m.domain.empty() ? "" : m.domain + ".") + m.opType + " " + std::to_string(m.since);
