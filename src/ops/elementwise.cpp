@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 
@@ -184,6 +186,29 @@ Tensor castStrings(const Tensor& x, Type to, bool saturate, E8M0Round mode) {
   return y;
 }
 
+// Cast(matmul(Cast(a), Cast(b)), t) with a and b of float16/bfloat16 type t
+// cast to float32: matmul(a, b) in t, which accumulates and applies alpha
+// in float32 just so. It is how a float16 matmul whose alpha float16 cannot
+// hold exports (see linalg.cpp), and imports back as it was.
+Expr foldHalfMatmul(OnnxImportCtx& c, Expr x, Type to) {
+  if(to != Type::float16 && to != Type::bfloat16) return nullptr;
+  if(x->kind() != NodeKind::Op || x->op()->name != "matmul" || x->value_type() != Type::float32) return nullptr;
+  // Only values the export named inside this Cast's output.
+  std::string inside = c.nodeName() + "/";
+  if(x->name().rfind(inside, 0) != 0) return nullptr;
+  Expr in[2];
+  for(size_t i = 0; i < 2; ++i) {
+    Expr k = x->child(i);
+    if(k->kind() != NodeKind::Op || k->op()->name != "cast" || k->child(0)->value_type() != to ||
+       k->name().rfind(inside, 0) != 0)
+      return nullptr;
+    in[i] = k->child(0);
+  }
+  Attrs a = x->attrs();
+  return c.make("matmul", {in[0], in[1]},
+                {{"transA", a.i("transA")}, {"transB", a.i("transB")}, {"alpha", a.f("alpha")}});
+}
+
 // Cast / CastLike to `to`: saturate (19+) and round_mode (24+) steer the
 // float8 targets.
 void importCast(OnnxImportCtx& c, Type to) {
@@ -194,6 +219,10 @@ void importCast(OnnxImportCtx& c, Type to) {
     return;
   }
   c.check(isComputeType(to) || isSmallFloat(to) || isPacked(to), "cannot cast to ", to);
+  if(Expr f = foldHalfMatmul(c, c.input(0), to)) {
+    c.setOutput(0, f);
+    return;
+  }
   c.setOutput(0, cast(c.input(0), to, saturate, mode));
 }
 
@@ -225,6 +254,177 @@ Tensor equalStrings(const Tensor& a, const Tensor& b) {
   return y;
 }
 
+// ---- ONNX export
+
+using OnnxExportFn = std::function<void(OnnxExportCtx&)>;
+
+// The node's attributes by name (empty lists left out, as the default export).
+OnnxAttrs nodeAttrs(OnnxExportCtx& c) {
+  OnnxAttrs attrs;
+  const OpDef& op = *c.node().op();
+  const auto& values = c.node().attrValues();
+  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
+    const AttrValue& v = values[k];
+    if(auto* l = std::get_if<IntList>(&v); l && l->empty()) continue;
+    if(auto* l = std::get_if<FloatList>(&v); l && l->empty()) continue;
+    attrs.emplace_back(op.attrSpecs[k].name, v);
+  }
+  return attrs;
+}
+
+// The element type that decides an element-wise node's ONNX types: its first
+// input that is not bool (where's condition is), else bool.
+Type decidingType(OnnxExportCtx& c) {
+  for(size_t i = 0; i < c.numInputs(); ++i)
+    if(c.inputType(i) != Type::boolean) return c.inputType(i);
+  return Type::boolean;
+}
+
+// How the integer types that an ONNX op takes only from a later opset are
+// bridged below it: not at all (the export fails naming the opset), through
+// float64 (8- to 32-bit integers, for selections and comparisons, which
+// float64 holds exactly), or through int64 with the result wrapped back into
+// the 8/16-bit type by Mod (arithmetic, which wraps in Onyx; needs Mod,
+// opset 10).
+enum class IntBridge { none, viaFloat64, wrap };
+
+// From which opset an ONNX op takes each kind of element type (0: never).
+struct OnnxTypeRule {
+  int bf16 = 1, f16 = 1, f64 = 1;
+  int wideInts = 1;    // int32, int64, uint32, uint64
+  int narrowInts = 1;  // int8, int16, uint8, uint16
+  IntBridge bridge = IntBridge::none;
+  int broadcast = 0;   // numpy broadcasting of the inputs
+};
+
+OnnxTypeRule floats(int bf16) {
+  OnnxTypeRule r;
+  r.bf16 = bf16;
+  return r;
+}
+OnnxTypeRule ints(int bf16, int wide, int narrow, IntBridge bridge, int broadcast = 0) {
+  OnnxTypeRule r;
+  r.bf16 = bf16;
+  r.wideInts = wide;
+  r.narrowInts = narrow;
+  r.bridge = bridge;
+  r.broadcast = broadcast;
+  return r;
+}
+
+bool isNarrowInt(Type t) { return t == Type::int8 || t == Type::uint8 || t == Type::int16 || t == Type::uint16; }
+bool isSigned(Type t) { return t == Type::int8 || t == Type::int16 || t == Type::int32 || t == Type::int64; }
+
+std::string emitCastTo(OnnxExportCtx& c, const std::string& v, Type to, const std::string& hint) {
+  std::string y = c.fresh(hint);
+  c.emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
+  return y;
+}
+
+// int64 value v wrapped into 8/16-bit type t as C++'s conversion does (two's
+// complement): Python's mod by 2^bits, shifted for signed types, and cast.
+void emitWrap(OnnxExportCtx& c, const std::string& v, Type t, const std::string& out) {
+  int64_t m = int64_t(1) << typeBits(t), h = m / 2;
+  std::string half = isSigned(t) ? c.scalarConst(double(h), Type::int64, "half_range") : "";
+  std::string x = v;
+  if(isSigned(t)) {
+    x = c.fresh("shifted");
+    c.emit("Add", {v, half}, {x});
+  }
+  std::string r = c.fresh("wrapped");
+  c.emit("Mod", {x, c.scalarConst(double(m), Type::int64, "range")}, {r});
+  if(isSigned(t)) {
+    std::string u = c.fresh("unshifted");
+    c.emit("Sub", {r, half}, {u});
+    r = u;
+  }
+  c.emit("Cast", {r}, {out}, {{"to", int64_t(t)}});
+}
+
+// The default export as `opType`, except where ONNX's op takes the node's
+// element type only from a later opset (rule): float16 and bfloat16 then go
+// through float32 (the CPU kernels compute them in float32 and round once at
+// the end, so the Cast-op-Cast form gives the same bits), integers as
+// rule.bridge says; float64 and 64-bit integers have no such form.
+OnnxExportFn typedExport(const char* opType, OnnxTypeRule rule) {
+  std::string op = opType;
+  return [op, rule](OnnxExportCtx& c) {
+    for(size_t i = 1; i < c.numInputs() && c.opset() < rule.broadcast; ++i)
+      c.check(c.inputShape(i) == c.inputShape(0), op, " broadcasts from opset ", rule.broadcast,
+              "; before it the inputs' shapes must be equal, got ", c.inputShape(0), " and ", c.inputShape(i));
+    Type t = decidingType(c);
+    int since = t == Type::bfloat16 ? rule.bf16 : t == Type::float16 ? rule.f16 : t == Type::float64 ? rule.f64
+                : isNarrowInt(t) ? rule.narrowInts : isInt(t) ? rule.wideInts : 1;
+    if(since > 0 && c.opset() >= since) {
+      c.emitDefault(op);
+      return;
+    }
+    std::string when = since > 0 ? str("from opset ", since) : std::string("at no opset");
+    Type wide = Type::undefined;  // the type computed in
+    bool wrap = false;
+    if(t == Type::float16 || t == Type::bfloat16) {
+      wide = Type::float32;
+    } else if(isInt(t) && rule.bridge == IntBridge::viaFloat64 && typeBits(t) <= 32) {
+      wide = Type::float64;
+    } else if(isNarrowInt(t) && rule.bridge == IntBridge::wrap && c.opset() >= 10) {
+      wide = Type::int64;
+      wrap = true;
+    }
+    c.check(wide != Type::undefined, op, " takes ", t, " ", when);
+    c.check(c.opset() >= 6, op, " on ", t, " needs a Cast, which this exporter writes from opset 6 on");
+    std::vector<std::string> ins;
+    for(size_t i = 0; i < c.numInputs(); ++i)
+      ins.push_back(c.inputType(i) == t ? emitCastTo(c, c.input(i), wide, "in" + std::to_string(i) + "_" + typeName(wide))
+                                        : c.input(i));
+    if(c.node().value_type() != t) {  // a test or comparison: bool out
+      c.emit(op, ins, {c.output()}, nodeAttrs(c));
+      return;
+    }
+    std::string y = c.fresh(std::string("y_") + typeName(wide));
+    c.emit(op, ins, {y}, nodeAttrs(c));
+    if(wrap) emitWrap(c, y, t, c.output());
+    else c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
+  };
+}
+
+// ---- folds at ONNX import: matmul's alpha and affine's bias are exported
+// as Mul and Add after MatMul (ONNX's MatMul has neither); importing them back
+// into the one node gives the same bits as before the export (a separate
+// Mul or Add would round once more, e.g. in float16, or sum in another order).
+
+// `m` when it is a float matmul node named inside the importing node's
+// output ("<y>/matmul" under "y", as the export writes them), else null.
+Node* floatMatmul(OnnxImportCtx& c, Expr m) {
+  if(m->kind() != NodeKind::Op || m->op()->name != "matmul" || !isFloat(m->value_type())) return nullptr;
+  if(m->name().rfind(c.nodeName() + "/", 0) != 0) return nullptr;
+  return m.get();
+}
+
+// Whether `other` broadcasts to `m`'s shape without growing it.
+bool broadcastsInto(Expr other, Expr m) {
+  if(other->value_type() != m->value_type() || !Shape::broadcastable(other->shape(), m->shape())) return false;
+  return Shape::broadcast({m->shape(), other->shape()}) == m->shape();
+}
+
+// Mul(matmul(a, b), s) with alpha 1 and s a one-element constant:
+// matmul(a, b) with alpha s. `i` is s's input index.
+Expr foldScale(OnnxImportCtx& c, Expr m, Expr s, size_t i) {
+  Node* n = floatMatmul(c, m);
+  if(!n || s->kind() != NodeKind::Constant || s->shape().elements() != 1 || !broadcastsInto(s, m)) return nullptr;
+  if(n->attrs().f("alpha") != 1) return nullptr;
+  return c.make("matmul", {n->child(0), n->child(1)},
+                {{"transA", n->attrs().i("transA")}, {"transB", n->attrs().i("transB")}, {"alpha", c.scalar(i)}});
+}
+
+// Add(matmul(x, W), b) with a 2-D W and b broadcasting into the product:
+// affine(x, W, b).
+Expr foldBias(OnnxImportCtx& c, Expr m, Expr b) {
+  Node* n = floatMatmul(c, m);
+  if(!n || n->child(1)->shape().rank() != 2 || !broadcastsInto(b, m)) return nullptr;
+  return c.make("affine", {n->child(0), n->child(1), b},
+                {{"transA", n->attrs().i("transA")}, {"transB", n->attrs().i("transB")}, {"alpha", n->attrs().f("alpha")}});
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- arithmetic
@@ -239,7 +439,14 @@ ONYX_OP(kAdd, "add")
       g.add(0, g.dy);
       g.add(1, g.dy);
     })
-    .onnx("Add", 7);
+    .onnx("Add", 7)
+    .importer([](OnnxImportCtx& c) {
+      Expr a = c.input(0), b = c.input(1);
+      Expr f = foldBias(c, a, b);
+      if(!f) f = foldBias(c, b, a);
+      c.setOutput(0, f ? f : plus(a, b));
+    })
+    .exporter(typedExport("Add", ints(13, 7, 14, IntBridge::wrap)));
 
 // y = a - b
 ONYX_OP(kSub, "sub")
@@ -251,7 +458,8 @@ ONYX_OP(kSub, "sub")
       g.add(0, g.dy);
       if(g.needs(1)) g.add(1, -g.dy);
     })
-    .onnx("Sub", 7);
+    .onnx("Sub", 7)
+    .exporter(typedExport("Sub", ints(13, 7, 14, IntBridge::wrap)));
 
 // y = a * b
 ONYX_OP(kMul, "mul")
@@ -263,7 +471,14 @@ ONYX_OP(kMul, "mul")
       if(g.needs(0)) g.add(0, g.dy * g.x(1));
       if(g.needs(1)) g.add(1, g.dy * g.x(0));
     })
-    .onnx("Mul", 7);
+    .onnx("Mul", 7)
+    .importer([](OnnxImportCtx& c) {
+      Expr a = c.input(0), b = c.input(1);
+      Expr f = foldScale(c, a, b, 1);
+      if(!f) f = foldScale(c, b, a, 0);
+      c.setOutput(0, f ? f : mul(a, b));
+    })
+    .exporter(typedExport("Mul", ints(13, 7, 14, IntBridge::wrap)));
 
 // y = a / b
 ONYX_OP(kDiv, "div")
@@ -275,7 +490,8 @@ ONYX_OP(kDiv, "div")
       if(g.needs(0)) g.add(0, g.dy / g.x(1));
       if(g.needs(1)) g.add(1, -(g.dy * g.y()) / g.x(1));
     })
-    .onnx("Div", 7);
+    .onnx("Div", 7)
+    .exporter(typedExport("Div", ints(13, 7, 14, IntBridge::wrap)));
 
 // y = -x
 ONYX_OP(kNeg, "neg")
@@ -284,7 +500,8 @@ ONYX_OP(kNeg, "neg")
     .infer(infer::sameAsInput0)
     .cpu(ops::unaryNumeric(-_2))
     .backward([](GradCtx& g) { g.add(0, -g.dy); })
-    .onnx("Neg", 6);
+    .onnx("Neg", 6)
+    .exporter(typedExport("Neg", floats(13)));
 
 Expr plus(Expr a, Expr b) { return a->graph()->make(kAdd, {a, b}); }
 Expr minus(Expr a, Expr b) { return a->graph()->make(kSub, {a, b}); }
@@ -327,7 +544,8 @@ ONYX_OP(kPow, "pow")
         c.setOutput(0, pow(a, cast(b, ta)));
       else  // integer base, float exponent: compute in the float type, truncate back
         c.setOutput(0, cast(pow(cast(a, tb), b), ta));
-    });
+    })
+    .exporter(typedExport("Pow", ints(15, 12, 0, IntBridge::none)));
 
 // y = min(a, b)
 ONYX_OP(kMinimum, "minimum")
@@ -342,7 +560,8 @@ ONYX_OP(kMinimum, "minimum")
     })
     // ONNX's Min/Max take 1..n inputs (opset 6: same shapes, 8: broadcasting).
     .onnx("Min", 6)
-    .importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, minimum)); });
+    .importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, minimum)); })
+    .exporter(typedExport("Min", ints(13, 12, 12, IntBridge::viaFloat64, 8)));
 
 // y = max(a, b)
 ONYX_OP(kMaximum, "maximum")
@@ -356,7 +575,8 @@ ONYX_OP(kMaximum, "maximum")
       if(g.needs(1)) g.add(1, maskGrad(first, g.dy, false));
     })
     .onnx("Max", 6)
-    .importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, maximum)); });
+    .importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, maximum)); })
+    .exporter(typedExport("Max", ints(13, 12, 12, IntBridge::viaFloat64, 8)));
 
 Expr pow(Expr x, Expr y) { return x->graph()->make(kPow, {x, y}); }
 Expr pow(Expr x, double y) { return pow(x, scalarLike(x, y)); }
@@ -377,7 +597,8 @@ ONYX_OP(kAbs, "abs")
     .infer(infer::sameAsInput0)
     .cpu(ops::unaryNumeric(abs(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * sign(g.x(0))); })
-    .onnx("Abs", 6);
+    .onnx("Abs", 6)
+    .exporter(typedExport("Abs", floats(13)));
 
 // y = sign(x) in {-1, 0, 1}
 ONYX_OP(kSign, "sign")
@@ -386,7 +607,8 @@ ONYX_OP(kSign, "sign")
     .infer(infer::sameAsInput0)
     .cpu(ops::unaryNumeric(sign(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
-    .onnx("Sign", 9);
+    .onnx("Sign", 9)
+    .exporter(typedExport("Sign", floats(13)));
 
 // y = sin(x)
 ONYX_OP(kSin, "sin")
@@ -395,7 +617,8 @@ ONYX_OP(kSin, "sin")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(sin(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * cos(g.x(0))); })
-    .onnx("Sin", 7);
+    .onnx("Sin", 7)
+    .exporter(typedExport("Sin", floats(22)));
 
 // y = cos(x)
 ONYX_OP(kCos, "cos")
@@ -404,7 +627,8 @@ ONYX_OP(kCos, "cos")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(cos(_2)))
     .backward([](GradCtx& g) { g.add(0, -(g.dy * sin(g.x(0)))); })
-    .onnx("Cos", 7);
+    .onnx("Cos", 7)
+    .exporter(typedExport("Cos", floats(22)));
 
 Expr abs(Expr x) { return x->graph()->make(kAbs, {x}); }
 Expr sign(Expr x) { return x->graph()->make(kSign, {x}); }
@@ -418,7 +642,8 @@ ONYX_OP(kTan, "tan")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(tan(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 + g.y() * g.y())); })
-    .onnx("Tan", 7);
+    .onnx("Tan", 7)
+    .exporter(typedExport("Tan", floats(22)));
 
 // y = e^x
 ONYX_OP(kExp, "exp")
@@ -427,7 +652,8 @@ ONYX_OP(kExp, "exp")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(exp(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * g.y()); })
-    .onnx("Exp", 6);
+    .onnx("Exp", 6)
+    .exporter(typedExport("Exp", floats(13)));
 
 // y = ln(x)
 ONYX_OP(kLog, "log")
@@ -436,7 +662,8 @@ ONYX_OP(kLog, "log")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(log(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy / g.x(0)); })
-    .onnx("Log", 6);
+    .onnx("Log", 6)
+    .exporter(typedExport("Log", floats(13)));
 
 // y = sqrt(x)
 ONYX_OP(kSqrt, "sqrt")
@@ -445,7 +672,8 @@ ONYX_OP(kSqrt, "sqrt")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(sqrt(_2)))
     .backward([](GradCtx& g) { g.add(0, (g.dy * 0.5) / g.y()); })
-    .onnx("Sqrt", 6);
+    .onnx("Sqrt", 6)
+    .exporter(typedExport("Sqrt", floats(13)));
 
 // y = 1 / x
 ONYX_OP(kReciprocal, "reciprocal")
@@ -454,7 +682,8 @@ ONYX_OP(kReciprocal, "reciprocal")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(reciprocal(_2)))
     .backward([](GradCtx& g) { g.add(0, -(g.dy * g.y() * g.y())); })
-    .onnx("Reciprocal", 6);
+    .onnx("Reciprocal", 6)
+    .exporter(typedExport("Reciprocal", floats(13)));
 
 // y = erf(x) = 2/sqrt(pi) * integral_0^x e^(-t^2) dt
 ONYX_OP(kErf, "erf")
@@ -466,7 +695,8 @@ ONYX_OP(kErf, "erf")
       Expr x = g.x(0);
       g.add(0, g.dy * (exp(-(x * x)) * kTwoOverSqrtPi));
     })
-    .onnx("Erf", 9);
+    .onnx("Erf", 9)
+    .exporter(typedExport("Erf", floats(13)));
 
 Expr tan(Expr x) { return x->graph()->make(kTan, {x}); }
 Expr exp(Expr x) { return x->graph()->make(kExp, {x}); }
@@ -484,7 +714,8 @@ ONYX_OP(kTanh, "tanh")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(tanh(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 - g.y() * g.y())); })
-    .onnx("Tanh", 6);
+    .onnx("Tanh", 6)
+    .exporter(typedExport("Tanh", floats(13)));
 
 // y = 1 / (1 + e^-x)
 ONYX_OP(kSigmoid, "sigmoid")
@@ -493,7 +724,8 @@ ONYX_OP(kSigmoid, "sigmoid")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(sigmoid(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * g.y() * (1.0 - g.y())); })
-    .onnx("Sigmoid", 6);
+    .onnx("Sigmoid", 6)
+    .exporter(typedExport("Sigmoid", floats(13)));
 
 // y = max(x, 0)
 ONYX_OP(kRelu, "relu")
@@ -502,7 +734,8 @@ ONYX_OP(kRelu, "relu")
     .infer(inferNumericUnary)
     .cpu(ops::unaryNumeric(relu(_2)))
     .backward([](GradCtx& g) { g.add(0, maskGrad(gt(g.x(0), 0.0), g.dy, true)); })
-    .onnx("Relu", 6);
+    .onnx("Relu", 6)
+    .exporter(typedExport("Relu", ints(13, 14, 14, IntBridge::viaFloat64)));
 
 // y = x if x > 0 else alpha * x
 ONYX_OP(kLeakyRelu, "leaky_relu")
@@ -517,7 +750,8 @@ ONYX_OP(kLeakyRelu, "leaky_relu")
     .backward([](GradCtx& g) {
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * g.attrs.f("alpha")));
     })
-    .onnx("LeakyRelu", 6);
+    .onnx("LeakyRelu", 6)
+    .exporter(typedExport("LeakyRelu", floats(16)));
 
 // y = x if x > 0 else alpha * (e^x - 1)
 ONYX_OP(kElu, "elu")
@@ -533,7 +767,8 @@ ONYX_OP(kElu, "elu")
       // For x <= 0, dy/dx = alpha e^x = y + alpha.
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * (g.y() + g.attrs.f("alpha"))));
     })
-    .onnx("Elu", 6);
+    .onnx("Elu", 6)
+    .exporter(typedExport("Elu", floats(22)));
 
 // y = gamma * (x if x > 0 else alpha * (e^x - 1))
 ONYX_OP(kSelu, "selu")
@@ -551,7 +786,8 @@ ONYX_OP(kSelu, "selu")
       // For x <= 0, dy/dx = gamma alpha e^x = y + gamma alpha.
       g.add(0, where(gt(g.x(0), 0.0), g.dy * gamma, g.dy * (g.y() + gamma * alpha)));
     })
-    .onnx("Selu", 6);
+    .onnx("Selu", 6)
+    .exporter(typedExport("Selu", floats(22)));
 
 // y = x * Phi(x) = x/2 (1 + erf(x / sqrt 2)), or with approximate = "tanh"
 // y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -610,7 +846,65 @@ ONYX_OP(kSoftplus, "softplus")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(softplus(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * sigmoid(g.x(0))); })
-    .onnx("Softplus", 1);
+    .onnx("Softplus", 1)
+    .exporter(typedExport("Softplus", floats(22)));
+
+namespace {
+// Clip with its bounds as attributes (opsets 6-10, float32 values) or as
+// optional inputs in x's type (11+). An infinite bound is no bound: it is
+// left out (the attribute's default or an absent input), so that the import
+// gives it back as infinite. Clip takes integers from opset 12 and bfloat16
+// from 13; before, 8- to 32-bit integers go through float64 with the bounds
+// as the kernel uses them (saturated to x's type and truncated), and
+// bfloat16 through float32, both exact.
+void exportClip(OnnxExportCtx& c, bool attrForm) {
+  Type t = c.inputType(0);
+  double bound[2] = {c.attrs().f("min"), c.attrs().f("max")};
+  Type ct = t;  // the type Clip runs in
+  if(isInt(t) && c.opset() < 12) {
+    c.check(typeBits(t) <= 32, "Clip takes ", t, " from opset 12");
+    ct = Type::float64;
+    for(double& b : bound) {
+      if(std::isinf(b)) continue;
+      Tensor v = TensorBase::create(Shape(std::vector<int64_t>{}), t);
+      storeFromDouble(v->raw(), t, 0, b);
+      b = loadAsDouble(v->raw(), t, 0);
+    }
+  } else if(t == Type::bfloat16 && c.opset() < 13) {
+    ct = Type::float32;
+  }
+  c.check(ct == t || c.opset() >= 6, "Clip on ", t, " needs a Cast, which this exporter writes from opset 6 on");
+  std::string x = c.input(0);
+  if(ct != t) {
+    x = c.fresh(std::string("x_") + typeName(ct));
+    c.emit("Cast", {c.input(0)}, {x}, {{"to", int64_t(ct)}});
+  }
+  std::string y = ct == t ? c.output() : c.fresh(std::string("y_") + typeName(ct));
+  // Initializers named after the value they bound (see the reduce export).
+  std::string prefix = c.output() + "/";
+  std::string local = y.rfind(prefix, 0) == 0 ? y.substr(prefix.size()) + "/" : "";
+  const char* names[2] = {"min", "max"};
+  if(attrForm) {
+    OnnxAttrs attrs;
+    for(int k = 0; k < 2; ++k) {
+      double v = bound[k];
+      if(std::isinf(v)) continue;
+      // Kernels below float64 compare with the bound as a float32 anyway.
+      c.check(ct != Type::float64 || std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v, names[k],
+              " = ", v, " is not a float32 value, which Clip's attribute is before opset 11");
+      attrs.emplace_back(names[k], AttrValue(v));
+    }
+    c.emit("Clip", {x}, {y}, attrs);
+  } else {
+    std::vector<std::string> ins{x};
+    if(!std::isinf(bound[0]) || !std::isinf(bound[1]))
+      ins.push_back(std::isinf(bound[0]) ? "" : c.scalarConst(bound[0], ct, local + "min"));
+    if(!std::isinf(bound[1])) ins.push_back(c.scalarConst(bound[1], ct, local + "max"));
+    c.emit("Clip", ins, {y});
+  }
+  if(ct != t) c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
+}
+}  // namespace
 
 // y = min(max(x, min), max)
 ONYX_OP(kClip, "clip")
@@ -640,9 +934,13 @@ ONYX_OP(kClip, "clip")
       Expr x = g.x(0);
       g.add(0, maskGrad(logical_and(gt(x, g.attrs.f("min")), lt(x, g.attrs.f("max"))), g.dy, true));
     })
-    // Opset 11 moved min and max from attributes to optional inputs.
+    // Opset 11 moved min and max from attributes to optional inputs. An
+    // infinite bound is no bound: it is left out (the attribute's default
+    // or an absent input), so that the import gives it back as infinite.
     .onnx("Clip", 6, 10)
+    .exporter([](OnnxExportCtx& c) { exportClip(c, true); })
     .onnx("Clip", 11)
+    .exporter([](OnnxExportCtx& c) { exportClip(c, false); })
     .importer([](OnnxImportCtx& c) {
       // Constant bounds become attributes; bounds computed by the graph
       // apply as maximum/minimum (so the graph stays valid for any values).
@@ -664,7 +962,9 @@ ONYX_OP(kClip, "clip")
       }
       Expr y = x;
       if(dyn[0]) y = maximum(y, dyn[0]);
-      if(anyConst) y = clip(y, bound[0], bound[1]);
+      // No bounds at all is clip(x) still, as the export of such a clip
+      // writes it.
+      if(anyConst || (!dyn[0] && !dyn[1])) y = clip(y, bound[0], bound[1]);
       if(dyn[1]) y = minimum(y, dyn[1]);
       c.setOutput(0, y);
     });
@@ -684,6 +984,25 @@ Expr clip(Expr x, double lo, double hi) { return x->graph()->make(kClip, {x}, {{
 
 // --------------------------------------------------------------- comparisons
 
+namespace {
+// Equal(a, b) into `out`. ONNX's Equal compares bool, int32 and int64 from
+// opset 7, the other numbers from 11 and bfloat16 from 13 (before, the
+// operands go through float32, which holds every bfloat16 exactly).
+void emitEqual(OnnxExportCtx& c, const std::string& out) {
+  Type t = c.inputType(0);
+  int need = t == Type::boolean || t == Type::int32 || t == Type::int64 ? 7 : 11;
+  c.check(c.opset() >= need, "Equal compares ", t, " from opset ", need);
+  std::vector<std::string> ins = c.inputs();
+  if(t == Type::bfloat16 && c.opset() < 13)
+    for(size_t i = 0; i < ins.size(); ++i) {
+      std::string w = c.fresh("in" + std::to_string(i) + "_f32");
+      c.emit("Cast", {ins[i]}, {w}, {{"to", int64_t(Type::float32)}});
+      ins[i] = w;
+    }
+  c.emit("Equal", ins, {out});
+}
+}  // namespace
+
 // y = a < b
 ONYX_OP(kLt, "lt")
     .doc("y = a < b (broadcasting, bool)")
@@ -691,7 +1010,8 @@ ONYX_OP(kLt, "lt")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(lt(_2, _3)))
     .notDifferentiable("boolean output")
-    .onnx("Less", 7);
+    .onnx("Less", 7)
+    .exporter(typedExport("Less", ints(13, 9, 9, IntBridge::viaFloat64)));
 
 // y = a <= b
 ONYX_OP(kLe, "le")
@@ -700,7 +1020,8 @@ ONYX_OP(kLe, "le")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(le(_2, _3)))
     .notDifferentiable("boolean output")
-    .onnx("LessOrEqual", 12);
+    .onnx("LessOrEqual", 12)
+    .exporter(typedExport("LessOrEqual", ints(16, 12, 12, IntBridge::viaFloat64)));
 
 // y = a > b
 ONYX_OP(kGt, "gt")
@@ -709,7 +1030,8 @@ ONYX_OP(kGt, "gt")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(gt(_2, _3)))
     .notDifferentiable("boolean output")
-    .onnx("Greater", 7);
+    .onnx("Greater", 7)
+    .exporter(typedExport("Greater", ints(13, 9, 9, IntBridge::viaFloat64)));
 
 // y = a >= b
 ONYX_OP(kGe, "ge")
@@ -718,7 +1040,8 @@ ONYX_OP(kGe, "ge")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(ge(_2, _3)))
     .notDifferentiable("boolean output")
-    .onnx("GreaterOrEqual", 12);
+    .onnx("GreaterOrEqual", 12)
+    .exporter(typedExport("GreaterOrEqual", ints(16, 12, 12, IntBridge::viaFloat64)));
 
 // y = a == b
 ONYX_OP(kEq, "eq")
@@ -736,7 +1059,8 @@ ONYX_OP(kEq, "eq")
         return;
       }
       c.setOutput(0, eq(c.input(0), c.input(1)));
-    });
+    })
+    .exporter([](OnnxExportCtx& c) { emitEqual(c, c.output()); });
 
 // y = a != b
 ONYX_OP(kNe, "ne")
@@ -745,7 +1069,12 @@ ONYX_OP(kNe, "ne")
     .infer(infer::broadcastToBool)
     .cpu(ops::compare(ne(_2, _3)))
     .notDifferentiable("boolean output")
-    .noOnnx("composite: Not(Equal(a, b))");
+    .noOnnx("composite: Not(Equal(a, b))")
+    .onnxExport(7, [](OnnxExportCtx& c) {
+      std::string e = c.fresh("equal");
+      emitEqual(c, e);
+      c.emit("Not", {e}, {c.output()});
+    });
 
 Expr lt(Expr a, Expr b) { return a->graph()->make(kLt, {a, b}); }
 Expr le(Expr a, Expr b) { return a->graph()->make(kLe, {a, b}); }
@@ -832,7 +1161,8 @@ ONYX_OP(kWhere, "where")
       if(g.needs(1)) g.add(1, maskGrad(g.x(0), g.dy, true));
       if(g.needs(2)) g.add(2, maskGrad(g.x(0), g.dy, false));
     })
-    .onnx("Where", 9);
+    .onnx("Where", 9)
+    .exporter(typedExport("Where", floats(16)));
 
 Expr where(Expr cond, Expr a, Expr b) { return cond->graph()->make(kWhere, {cond, a, b}); }
 Expr where(Expr cond, Expr a, double b) { return where(cond, a, scalarLike(a, b)); }
@@ -843,6 +1173,21 @@ Expr where(Expr cond, double a, Expr b) { return where(cond, scalarLike(b, a), b
 // Types a cast reads and writes: the compute types and the storage-only
 // small floats and packed integers (not string, complex).
 static bool castable(Type t) { return isComputeType(t) || isSmallFloat(t) || isPacked(t); }
+
+// The opset from which ONNX's Cast takes element type t (0: never).
+static int castTypeSince(Type t) {
+  switch(t) {
+    case Type::bfloat16: return 13;
+    case Type::float8e4m3fn: case Type::float8e4m3fnuz: case Type::float8e5m2: case Type::float8e5m2fnuz: return 19;
+    case Type::int4: case Type::uint4: return 21;
+    case Type::float4e2m1: return 23;
+    case Type::float8e8m0: return 24;
+    case Type::int2: case Type::uint2: return 25;
+    case Type::string: return 9;
+    case Type::complex64: case Type::complex128: case Type::undefined: return 0;
+    default: return 6;
+  }
+}
 
 // y = x converted to `to` (an onyx::Type, ONNX numbering)
 ONYX_OP(kCast, "cast")
@@ -899,7 +1244,26 @@ ONYX_OP(kCast, "cast")
       if(isFloat(g.y()->value_type()) && isFloat(g.x(0)->value_type())) g.add(0, g.dy);
     })
     .onnx("Cast", 6)
-    .importer([](OnnxImportCtx& c) { importCast(c, static_cast<Type>(c.attrInt("to"))); });
+    .importer([](OnnxImportCtx& c) { importCast(c, static_cast<Type>(c.attrInt("to"))); })
+    // saturate (opset 19) only matters for the float8 targets and round_mode
+    // (24, a string) only for float8e8m0: each is written only when it is
+    // not the default and the target type reads it, which also keeps it out
+    // of opsets that lack it (those lack the types too).
+    .exporter([](OnnxExportCtx& c) {
+      Type from = c.inputType(0), to = static_cast<Type>(c.attrs().i("to"));
+      for(Type t : {from, to}) {
+        int need = castTypeSince(t);
+        c.check(need > 0, "ONNX Cast has no element type ", t);
+        c.check(c.opset() >= need, "element type ", t, " needs opset ", need, " (target opset ", c.opset(), ")");
+      }
+      OnnxAttrs attrs{{"to", int64_t(to)}};
+      if(c.attrs().i("saturate") == 0 && isSmallFloat(to) && to != Type::float4e2m1)
+        attrs.emplace_back("saturate", int64_t(0));
+      auto mode = static_cast<E8M0Round>(c.attrs().i("round_mode"));
+      if(to == Type::float8e8m0 && mode != E8M0Round::up)
+        attrs.emplace_back("round_mode", std::string(mode == E8M0Round::down ? "down" : "nearest"));
+      c.emit("Cast", {c.input(0)}, {c.output()}, attrs);
+    });
 
 Expr cast(Expr x, Type to) {
   if(x->value_type() == to) return x;

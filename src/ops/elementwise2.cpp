@@ -6,10 +6,13 @@
 #include <onyx/ops/elementwise.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <variant>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/shape.h>
@@ -130,6 +133,60 @@ T shiftOf(T a, T b, bool left) {
   return a < T(0) ? static_cast<T>(-1) : T(0);
 }
 
+// ---- ONNX export (as in elementwise.cpp)
+
+using OnnxExportFn = std::function<void(OnnxExportCtx&)>;
+
+OnnxAttrs nodeAttrs(OnnxExportCtx& c) {
+  OnnxAttrs attrs;
+  const OpDef& op = *c.node().op();
+  const auto& values = c.node().attrValues();
+  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
+    const AttrValue& v = values[k];
+    if(auto* l = std::get_if<IntList>(&v); l && l->empty()) continue;
+    if(auto* l = std::get_if<FloatList>(&v); l && l->empty()) continue;
+    attrs.emplace_back(op.attrSpecs[k].name, v);
+  }
+  return attrs;
+}
+
+// The default export as `opType`, except where ONNX's op takes x's float16 /
+// bfloat16 / float64 type only from opset f16Since / bf16Since / f64Since on
+// (0: never): below that, the inputs of x's type go through float32 and the
+// result back. The kernels compute float16 and bfloat16 in float32 (shrink:
+// through float32 from double) and round once at the end, so that form
+// computes the same bits; float64 has no such form.
+OnnxExportFn floatExport(const char* opType, int bf16Since, int f16Since = 1, int f64Since = 1) {
+  std::string op = opType;
+  return [op, bf16Since, f16Since, f64Since](OnnxExportCtx& c) {
+    Type t = c.inputType(0);
+    int since = t == Type::bfloat16 ? bf16Since : t == Type::float16 ? f16Since : t == Type::float64 ? f64Since : 1;
+    if(since > 0 && c.opset() >= since) {
+      c.emitDefault(op);
+      return;
+    }
+    c.check(t != Type::float64, op, " takes float64 from opset ", since);
+    c.check(c.opset() >= 6, op, " on ", t, " needs a Cast to float32, which this exporter writes from opset 6 on");
+    std::vector<std::string> ins;
+    for(size_t i = 0; i < c.numInputs(); ++i) {
+      if(c.inputType(i) != t) {
+        ins.push_back(c.input(i));
+        continue;
+      }
+      std::string w = c.fresh("in" + std::to_string(i) + "_f32");
+      c.emit("Cast", {c.input(i)}, {w}, {{"to", int64_t(Type::float32)}});
+      ins.push_back(w);
+    }
+    if(c.node().value_type() != t) {  // a test: bool out
+      c.emit(op, ins, {c.output()}, nodeAttrs(c));
+      return;
+    }
+    std::string y = c.fresh("y_f32");
+    c.emit(op, ins, {y}, nodeAttrs(c));
+    c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
+  };
+}
+
 }  // namespace
 
 // ------------------------------------------------- inverse trig, hyperbolic
@@ -144,7 +201,8 @@ ONYX_OP(kAcos, "acos")
       Expr x = g.x(0);
       g.add(0, -(g.dy / sqrt(1.0 - x * x)));
     })
-    .onnx("Acos", 7);
+    .onnx("Acos", 7)
+    .exporter(floatExport("Acos", 22));
 
 // y = asin(x)
 ONYX_OP(kAsin, "asin")
@@ -156,7 +214,8 @@ ONYX_OP(kAsin, "asin")
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(1.0 - x * x));
     })
-    .onnx("Asin", 7);
+    .onnx("Asin", 7)
+    .exporter(floatExport("Asin", 22));
 
 // y = atan(x)
 ONYX_OP(kAtan, "atan")
@@ -168,7 +227,8 @@ ONYX_OP(kAtan, "atan")
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 + x * x));
     })
-    .onnx("Atan", 7);
+    .onnx("Atan", 7)
+    .exporter(floatExport("Atan", 22));
 
 // y = sinh(x)
 ONYX_OP(kSinh, "sinh")
@@ -177,7 +237,8 @@ ONYX_OP(kSinh, "sinh")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(EW_FN(std::sinh(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * cosh(g.x(0))); })
-    .onnx("Sinh", 9);
+    .onnx("Sinh", 9)
+    .exporter(floatExport("Sinh", 22));
 
 // y = cosh(x)
 ONYX_OP(kCosh, "cosh")
@@ -186,7 +247,8 @@ ONYX_OP(kCosh, "cosh")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(EW_FN(std::cosh(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * sinh(g.x(0))); })
-    .onnx("Cosh", 9);
+    .onnx("Cosh", 9)
+    .exporter(floatExport("Cosh", 22));
 
 // y = asinh(x)
 ONYX_OP(kAsinh, "asinh")
@@ -198,7 +260,8 @@ ONYX_OP(kAsinh, "asinh")
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x + 1.0));
     })
-    .onnx("Asinh", 9);
+    .onnx("Asinh", 9)
+    .exporter(floatExport("Asinh", 22));
 
 // y = acosh(x)
 ONYX_OP(kAcosh, "acosh")
@@ -210,7 +273,8 @@ ONYX_OP(kAcosh, "acosh")
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x - 1.0));
     })
-    .onnx("Acosh", 9);
+    .onnx("Acosh", 9)
+    .exporter(floatExport("Acosh", 22));
 
 // y = atanh(x)
 ONYX_OP(kAtanh, "atanh")
@@ -222,7 +286,8 @@ ONYX_OP(kAtanh, "atanh")
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 - x * x));
     })
-    .onnx("Atanh", 9);
+    .onnx("Atanh", 9)
+    .exporter(floatExport("Atanh", 22));
 
 Expr acos(Expr x) { return x->graph()->make(kAcos, {x}); }
 Expr asin(Expr x) { return x->graph()->make(kAsin, {x}); }
@@ -242,7 +307,8 @@ ONYX_OP(kFloor, "floor")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(EW_FN(std::floor(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
-    .onnx("Floor", 6);
+    .onnx("Floor", 6)
+    .exporter(floatExport("Floor", 13));
 
 // y = ceil(x)
 ONYX_OP(kCeil, "ceil")
@@ -251,7 +317,8 @@ ONYX_OP(kCeil, "ceil")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(EW_FN(std::ceil(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
-    .onnx("Ceil", 6);
+    .onnx("Ceil", 6)
+    .exporter(floatExport("Ceil", 13));
 
 // y = x rounded to the nearest integer, halves to even
 ONYX_OP(kRound, "round")
@@ -260,7 +327,8 @@ ONYX_OP(kRound, "round")
     .infer(ops::inferFloatUnary)
     .cpu(ops::unaryFloat(EW_FN(roundHalfEven(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
-    .onnx("Round", 11);
+    .onnx("Round", 11)
+    .exporter(floatExport("Round", 22));
 
 Expr floor(Expr x) { return x->graph()->make(kFloor, {x}); }
 Expr ceil(Expr x) { return x->graph()->make(kCeil, {x}); }
@@ -280,7 +348,8 @@ ONYX_OP(kIsNan, "is_nan")
       });
     })
     .notDifferentiable("boolean output")
-    .onnx("IsNaN", 9);
+    .onnx("IsNaN", 9)
+    .exporter(floatExport("IsNaN", 13));
 
 // y = x is +inf (detect_positive) or -inf (detect_negative)
 ONYX_OP(kIsInf, "is_inf")
@@ -298,7 +367,8 @@ ONYX_OP(kIsInf, "is_inf")
       });
     })
     .notDifferentiable("boolean output")
-    .onnx("IsInf", 10);
+    .onnx("IsInf", 10)
+    .exporter(floatExport("IsInf", 20, 20));
 
 Expr is_nan(Expr x) { return x->graph()->make(kIsNan, {x}); }
 Expr is_inf(Expr x, bool detectNegative, bool detectPositive) {
@@ -318,7 +388,8 @@ ONYX_OP(kSoftsign, "softsign")
       Expr d = 1.0 + abs(g.x(0));
       g.add(0, g.dy / (d * d));
     })
-    .onnx("Softsign", 1);
+    .onnx("Softsign", 1)
+    .exporter(floatExport("Softsign", 22));
 
 // y = max(0, min(1, alpha x + beta))
 ONYX_OP(kHardSigmoid, "hard_sigmoid")
@@ -336,7 +407,8 @@ ONYX_OP(kHardSigmoid, "hard_sigmoid")
       Expr y = g.y();
       g.add(0, maskGrad(logical_and(gt(y, 0.0), lt(y, 1.0)), g.dy * g.attrs.f("alpha"), true));
     })
-    .onnx("HardSigmoid", 6);
+    .onnx("HardSigmoid", 6)
+    .exporter(floatExport("HardSigmoid", 22));
 
 // y = x * max(0, min(1, x/6 + 1/2))
 ONYX_OP(kHardSwish, "hard_swish")
@@ -350,7 +422,8 @@ ONYX_OP(kHardSwish, "hard_swish")
       Expr inner = logical_and(gt(x, -3.0), lt(x, 3.0));
       g.add(0, where(inner, g.dy * (x * (1.0 / 3.0) + 0.5), maskGrad(ge(x, 3.0), g.dy, true)));
     })
-    .onnx("HardSwish", 14);
+    .onnx("HardSwish", 14)
+    .exporter(floatExport("HardSwish", 22));
 
 // y = x * tanh(ln(1 + e^x))
 ONYX_OP(kMish, "mish")
@@ -364,7 +437,8 @@ ONYX_OP(kMish, "mish")
       Expr t = tanh(softplus(x));
       g.add(0, g.dy * (t + x * (1.0 - t * t) * sigmoid(x)));
     })
-    .onnx("Mish", 18);
+    .onnx("Mish", 18)
+    .exporter(floatExport("Mish", 22));
 
 // y = x if x > alpha else 0
 ONYX_OP(kThresholdedRelu, "thresholded_relu")
@@ -377,7 +451,8 @@ ONYX_OP(kThresholdedRelu, "thresholded_relu")
       runUnaryFloat(c, EW_FN_BY_VALUE(v > T(alpha) ? v : T(0)));
     })
     .backward([](GradCtx& g) { g.add(0, maskGrad(gt(g.x(0), g.attrs.f("alpha")), g.dy, true)); })
-    .onnx("ThresholdedRelu", 10);
+    .onnx("ThresholdedRelu", 10)
+    .exporter(floatExport("ThresholdedRelu", 22));
 
 // y = max(0, x) + min(0, alpha (e^(x/alpha) - 1))
 ONYX_OP(kCelu, "celu")
@@ -397,7 +472,8 @@ ONYX_OP(kCelu, "celu")
       double alpha = g.attrs.f("alpha");
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * (g.y() * (1.0 / alpha) + 1.0)));
     })
-    .onnx("Celu", 12);
+    .onnx("Celu", 12)
+    .exporter(floatExport("Celu", 28, 28, 28));
 
 // y = x if x >= 0 else slope * x
 ONYX_OP(kPrelu, "prelu")
@@ -420,7 +496,8 @@ ONYX_OP(kPrelu, "prelu")
       if(g.needs(1)) g.add(1, maskGrad(negative, g.dy * x, true));
     })
     // Opsets 1-6 are imported by kOnnxPReluLegacy below.
-    .onnx("PRelu", 7);
+    .onnx("PRelu", 7)
+    .exporter(floatExport("PRelu", 16));
 
 // y = x + bias if x < -lambd, x - bias if x > lambd, else 0
 ONYX_OP(kShrink, "shrink")
@@ -444,7 +521,8 @@ ONYX_OP(kShrink, "shrink")
       Expr x = g.x(0);
       g.add(0, maskGrad(logical_or(lt(x, -lambd), gt(x, lambd)), g.dy, true));
     })
-    .onnx("Shrink", 9);
+    .onnx("Shrink", 9)
+    .exporter(floatExport("Shrink", 0));
 
 Expr softsign(Expr x) { return x->graph()->make(kSoftsign, {x}); }
 Expr hard_sigmoid(Expr x, float alpha, float beta) {
@@ -484,7 +562,37 @@ ONYX_OP(kMod, "mod")
       if(g.needs(0)) g.add(0, g.dy);
       if(g.needs(1)) g.add(1, -(g.dy * round((g.x(0) - g.y()) / g.x(1))));
     })
-    .onnx("Mod", 10);
+    // ONNX's Mod needs fmod=1 for floats; Python's mod of floats is C's fmod
+    // r plus b where r != 0 and r and b differ in sign, written as such
+    // (r != 0 as r < 0 or r > 0: Equal takes floats only from opset 11).
+    // Each step is exact or rounds once as the kernel does (r + b in the
+    // compute type), so the import computes the same bits.
+    .onnx("Mod", 10)
+    .exporter([](OnnxExportCtx& c) {
+      Type t = c.inputType(0);
+      c.check(t != Type::bfloat16 || c.opset() >= 13, "Mod takes bfloat16 from opset 13");
+      bool cMod = c.attrs().i("fmod") != 0;
+      if(cMod || !isFloat(t)) {
+        OnnxAttrs attrs;
+        if(cMod) attrs.emplace_back("fmod", AttrValue(int64_t(1)));
+        c.emit("Mod", c.inputs(), {c.output()}, attrs);
+        return;
+      }
+      std::string a = c.input(0), b = c.input(1);
+      auto node = [&](const char* op, const std::vector<std::string>& ins, const char* hint) {
+        std::string y = c.fresh(hint);
+        c.emit(op, ins, {y});
+        return y;
+      };
+      std::string r = c.fresh("fmod");
+      c.emit("Mod", {a, b}, {r}, {{"fmod", AttrValue(int64_t(1))}});
+      std::string zero = c.scalarConst(0.0, t, "zero");
+      std::string rNeg = node("Less", {r, zero}, "r_negative");
+      std::string nonzero = node("Or", {rNeg, node("Greater", {r, zero}, "r_positive")}, "r_nonzero");
+      std::string signs = node("Xor", {rNeg, node("Less", {b, zero}, "b_negative")}, "signs_differ");
+      std::string fix = node("And", {nonzero, signs}, "needs_b");
+      c.emit("Where", {fix, node("Add", {r, b}, "r_plus_b"), r}, {c.output()});
+    });
 
 Expr mod(Expr a, Expr b, bool fmod) { return a->graph()->make(kMod, {a, b}, {{"fmod", attr(fmod)}}); }
 
@@ -509,7 +617,14 @@ ONYX_OP(kBitShift, "bit_shift")
       });
     })
     .notDifferentiable("integer inputs and output")
-    .onnx("BitShift", 11);
+    .onnx("BitShift", 11)
+    .exporter([](OnnxExportCtx& c) {
+      Type t = c.inputType(0);
+      bool isUnsigned = t == Type::uint8 || t == Type::uint16 || t == Type::uint32 || t == Type::uint64;
+      // A Cast to the unsigned type would saturate negative values.
+      c.check(isUnsigned || c.opset() >= 28, "BitShift takes signed integers (", t, ") from opset 28");
+      c.emitDefault("BitShift");
+    });
 
 // y = a & b, a | b, a ^ b
 #define EW_BITWISE(VAR, NAME, ONNX, OPER)                                                                  \

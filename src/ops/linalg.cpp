@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -137,6 +138,160 @@ void runMatmul(const MatmulDims& d, double alpha, const T* A, const T* B, double
 
 Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha);
 
+// ---- ONNX
+
+// x itself when it is a transpose swapping its last two dims (rank >= 2),
+// else null: MatMul(Transpose(a), b) imports as matmul(a, b, transA).
+Expr swappedLastTwo(Expr x) {
+  if(x->kind() != NodeKind::Op || x->op()->name != "transpose") return nullptr;
+  Expr in = x->child(0);
+  int r = in->shape().rank();
+  if(r < 2) return nullptr;
+  IntList perm = x->attrs().ints("perm");
+  if(perm.empty()) return r == 2 ? in : nullptr;  // empty: reversed
+  if(static_cast<int>(perm.size()) != r) return nullptr;
+  for(int i = 0; i < r; ++i) {
+    int want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
+    if(perm[static_cast<size_t>(i)] != want && perm[static_cast<size_t>(i)] != want - r) return nullptr;
+  }
+  return in;
+}
+
+// MatMul(Transpose(a), b) as the export writes transA (the Transpose's
+// output named inside the MatMul's, see emitMatmulChain) imports as
+// matmul(a, b, transA); likewise for b.
+void importMatMul(OnnxImportCtx& c) {
+  Expr a = c.input(0), b = c.input(1);
+  bool tA = false, tB = false;
+  std::string inside = c.nodeName() + "/";
+  if(Expr in = swappedLastTwo(a); in && a->name().rfind(inside, 0) == 0) { a = in; tA = true; }
+  if(Expr in = swappedLastTwo(b); in && b->name().rfind(inside, 0) == 0) { b = in; tB = true; }
+  c.setOutput(0, makeMatmul(a, b, tA, tB, 1.0));
+}
+
+// Element types of ONNX's MatMul and Gemm: float16/32/64 from opset 1,
+// int32/int64/uint32/uint64 from 9, bfloat16 from 13 (0: never).
+int matmulTypeSince(Type t) {
+  switch(t) {
+    case Type::float16: case Type::float32: case Type::float64: return 1;
+    case Type::int32: case Type::int64: case Type::uint32: case Type::uint64: return 9;
+    case Type::bfloat16: return 13;
+    default: return 0;
+  }
+}
+
+void checkMatmulType(OnnxExportCtx& c, const char* opType) {
+  Type t = c.inputType(0);
+  int need = matmulTypeSince(t);
+  c.check(need > 0, opType, " does not take element type ", t);
+  c.check(c.opset() >= need, opType, " takes ", t, " from opset ", need);
+}
+
+// Whether alpha survives Gemm's float32 attribute.
+bool floatExact(double v) { return std::isnan(v) || static_cast<double>(static_cast<float>(v)) == v; }
+
+// Value `v` (an operand of rank `rank`) with its last two dims swapped.
+std::string emitSwapLast(OnnxExportCtx& c, const std::string& v, int rank, const std::string& hint) {
+  IntList perm;
+  for(int i = 0; i < rank; ++i) perm.push_back(i == rank - 2 ? rank - 1 : i == rank - 1 ? rank - 2 : i);
+  std::string y = c.fresh(hint);
+  c.emit("Transpose", {v}, {y}, {{"perm", AttrValue(perm)}});
+  return y;
+}
+
+// Whether x's type holds v exactly.
+bool holds(Type t, double v) {
+  Tensor x = TensorBase::create(Shape(std::vector<int64_t>{}), t);
+  x->setFromDouble(0, v);
+  double back = x->getAsDouble(0);
+  return back == v || (std::isnan(back) && std::isnan(v));
+}
+
+// The hint under which c.fresh() names a value inside `v` (a name made by
+// c.fresh(), or the node's own output): "<node>/x" + "/" -> "x/".
+std::string within(OnnxExportCtx& c, const std::string& v) {
+  std::string n = c.output();
+  return v == n ? std::string() : v.substr(n.size() + 1) + "/";
+}
+
+// alpha * op(a) . op(b) into `out` as Transpose (where transA/transB),
+// MatMul and, for alpha != 1, Mul by alpha in x's type; the import folds
+// them back into one matmul (importMatMul, mul's import). A float16 or
+// bfloat16 matmul computes in float32 (alpha too); when alpha does not fit
+// the type, the operands go through float32, MatMul and Mul run there and
+// the result is cast back, which cast's import folds back as well. The
+// import folds only values named inside the folding node's output
+// ("<y>/matmul" under Mul "y"), as written here, so that a model from
+// elsewhere imports node for node.
+void emitMatmulChain(OnnxExportCtx& c, bool tA, bool tB, double alpha, const std::string& out) {
+  Type t = c.inputType(0);
+  std::string a = c.input(0), b = c.input(1);
+  bool viaF32 = alpha != 1 && (t == Type::float16 || t == Type::bfloat16) && !holds(t, alpha);
+  std::string scaled = viaF32 ? c.fresh(within(c, out) + "scaled") : out;  // Mul's output
+  std::string m = alpha == 1 ? out : c.fresh(within(c, scaled) + "matmul");  // MatMul's output
+  if(viaF32) {
+    for(std::string* v : {&a, &b}) {
+      std::string w = c.fresh(within(c, m) + (v == &a ? "a_f32" : "b_f32"));
+      c.emit("Cast", {*v}, {w}, {{"to", int64_t(Type::float32)}});
+      *v = w;
+    }
+  }
+  if(tA) a = emitSwapLast(c, a, c.inputShape(0).rank(), within(c, m) + "a_t");
+  if(tB) b = emitSwapLast(c, b, c.inputShape(1).rank(), within(c, m) + "b_t");
+  c.emit("MatMul", {a, b}, {m});
+  if(alpha == 1) return;
+  c.emit("Mul", {m, c.scalarConst(alpha, viaF32 ? Type::float32 : t, within(c, scaled) + "alpha")}, {scaled});
+  if(viaF32) c.emit("Cast", {scaled}, {out}, {{"to", int64_t(t)}});
+}
+
+// Gemm's attributes for the node's transA/transB/alpha (defaults left out).
+OnnxAttrs gemmAttrs(bool tA, bool tB, double alpha) {
+  OnnxAttrs attrs;
+  if(alpha != 1) attrs.emplace_back("alpha", AttrValue(alpha));
+  if(tA) attrs.emplace_back("transA", AttrValue(int64_t(1)));
+  if(tB) attrs.emplace_back("transB", AttrValue(int64_t(1)));
+  return attrs;
+}
+
+void exportMatmul(OnnxExportCtx& c) {
+  checkMatmulType(c, "MatMul");
+  Attrs a = c.attrs();
+  // A vector operand is its own transpose.
+  bool tA = a.i("transA") != 0 && c.inputShape(0).rank() >= 2;
+  bool tB = a.i("transB") != 0 && c.inputShape(1).rank() >= 2;
+  double alpha = a.f("alpha");
+  if(!tA && !tB && alpha == 1) {
+    c.emit("MatMul", {c.input(0), c.input(1)}, {c.output()});
+    return;
+  }
+  // 2-D operands: Gemm without C (optional from opset 11) holds all three.
+  if(c.inputShape(0).rank() == 2 && c.inputShape(1).rank() == 2 && c.opset() >= 11 && floatExact(alpha)) {
+    c.emit("Gemm", {c.input(0), c.input(1)}, {c.output()}, gemmAttrs(tA, tB, alpha));
+    return;
+  }
+  emitMatmulChain(c, tA, tB, alpha, c.output());
+}
+
+// affine: Gemm(x, W, b) for a 2-D x (opsets before 7 say `broadcast` when b
+// is smaller than [M, N]); any other x as MatMul + Add, which the import of
+// add folds back into affine.
+void exportAffine(OnnxExportCtx& c) {
+  checkMatmulType(c, "Gemm");
+  Attrs a = c.attrs();
+  int rx = c.inputShape(0).rank();
+  bool tA = a.i("transA") != 0 && rx >= 2, tB = a.i("transB") != 0;
+  double alpha = a.f("alpha");
+  if(rx == 2 && floatExact(alpha)) {
+    OnnxAttrs attrs = gemmAttrs(tA, tB, alpha);
+    if(c.opset() < 7 && c.inputShape(2) != c.node().shape()) attrs.emplace_back("broadcast", AttrValue(int64_t(1)));
+    c.emit("Gemm", {c.input(0), c.input(1), c.input(2)}, {c.output()}, attrs);
+    return;
+  }
+  std::string m = c.fresh("matmul");
+  emitMatmulChain(c, tA, tB, alpha, m);
+  c.emit("Add", {m, c.input(2)}, {c.output()});
+}
+
 Shape withoutDim(const Shape& s, int axis) {
   Shape::Dims d = s.dims();
   d.erase(d.begin() + s.axis(axis));
@@ -192,9 +347,12 @@ ONYX_OP(kMatmul, "matmul")
     .backward([](GradCtx& g) {
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));
     })
-    // MatMul has no transA/transB/alpha: non-default values need Transpose
-    // and Mul nodes around it on export.
-    .onnx("MatMul", 1);
+    // MatMul has no transA/transB/alpha: the export writes non-default ones
+    // as Gemm (2-D operands) or as Transpose and Mul nodes around MatMul,
+    // and the import folds those back (importMatMul, and mul's import).
+    .onnx("MatMul", 1)
+    .importer(importMatMul)
+    .exporter(exportMatmul);
 
 namespace {
 Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha) {
@@ -261,9 +419,10 @@ ONYX_OP(kAffine, "affine")
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));
       g.add(2, g.dy);
     })
-    // Gemm takes 2-D A and B only: other ranks of x need MatMul + Add on export.
+    // Gemm takes 2-D A and B only: other ranks of x export as MatMul + Add.
     .onnx("Gemm", 1)
-    .importer(importGemm);
+    .importer(importGemm)
+    .exporter(exportAffine);
 
 Expr affine(Expr x, Expr W, Expr b, bool transA, bool transB, float scale) {
   return x->graph()->make(kAffine, {x, W, b},
@@ -379,7 +538,12 @@ ONYX_OP(kInverse, "inverse")
       Expr y = g.y();
       g.add(0, -dot(dot(y, g.dy, true, false), y, false, true));
     })
-    .noOnnx("no ONNX op in the default domain (com.microsoft has Inverse)");
+    .noOnnx("no ONNX op in the default domain; exported as ONNX Runtime's com.microsoft Inverse")
+    .onnxExport(1, [](OnnxExportCtx& c) {
+      Type t = c.inputType(0);
+      c.check(t != Type::bfloat16, "com.microsoft Inverse takes float16, float32 and float64, not bfloat16");
+      c.emit("Inverse", {c.input(0)}, {c.output()}, {}, "com.microsoft");
+    });
 
 Expr inverse(Expr x) { return x->graph()->make(kInverse, {x}); }
 
@@ -407,7 +571,13 @@ ONYX_OP(kDet, "det")
       Expr scale = reshape(g.dy * g.y(), Shape(d));
       g.add(0, scale * swapLast(inverse(g.x(0))));
     })
-    .onnx("Det", 11);
+    .onnx("Det", 11)
+    .exporter([](OnnxExportCtx& c) {
+      // Through float32 a bfloat16 det would round twice (the kernel rounds
+      // its double result once).
+      c.check(c.inputType(0) != Type::bfloat16 || c.opset() >= 22, "Det takes bfloat16 from opset 22");
+      c.emitDefault("Det");
+    });
 
 Expr det(Expr x) { return x->graph()->make(kDet, {x}); }
 
@@ -678,5 +848,10 @@ ONYX_ONNX_IMPORT(kEinsumImport, "Einsum", 12).importer([](OnnxImportCtx& c) {
 });
 
 ONYX_ONNX_IMPORT(kMatMulIntegerImport, "MatMulInteger", 10).importer(importMatMulInteger);
+
+// ONNX Runtime's contrib op, what inverse exports as.
+ONYX_ONNX_IMPORT(kInverseImport, "Inverse", 1).domain("com.microsoft").importer([](OnnxImportCtx& c) {
+  c.setOutput(0, inverse(c.input(0)));
+});
 
 }  // namespace onyx

@@ -8,9 +8,12 @@
 // int4/uint4 and int2 targets are reported as unsupported at import.
 #include <onyx/ops/quant.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -47,6 +50,23 @@ void dispatchQuant(Type t, const char* what, Fn&& fn) {
 
 namespace {
 
+// `p` reshaped to `s`; when p is itself a reshape of a tensor that lines up
+// with x the same way as `s` (the same dims once both are padded with
+// leading 1s to x's rank), that tensor: the export writes an Onyx scale of
+// shape [C, 1, 1] as Reshape(scale, [C]), which thus imports back as it was.
+Expr reshapeParam(Expr p, const Shape& s, int xRank) {
+  if(p->kind() == NodeKind::Op && p->op()->name == "reshape") {
+    Expr q = p->child(0);
+    auto padded = [xRank](const Shape& t) {
+      Shape::Dims d(static_cast<size_t>(std::max(0, xRank - t.rank())), 1);
+      for(int64_t v : t.dims()) d.push_back(v);
+      return d;
+    };
+    if(q->shape().rank() <= xRank && padded(q->shape()) == padded(s)) return q;
+  }
+  return p->shape() == s ? p : reshape(p, s);
+}
+
 // A scale or zero point of QuantizeLinear/DequantizeLinear reshaped to
 // broadcast against x (shape xs): one element is per tensor (also with a
 // block_size, as the ONNX reference reads it); a 1-D one
@@ -54,7 +74,7 @@ namespace {
 // and each entry covers block_size consecutive elements along `axis`.
 Expr alignQuantParam(OnnxImportCtx& c, Expr p, const Shape& xs, int64_t axisAttr, int64_t block, const char* what) {
   const Shape& ps = p->shape();
-  if(ps.elements() == 1) return ps.rank() == 0 ? p : reshape(p, Shape());
+  if(ps.elements() == 1) return reshapeParam(p, Shape(), xs.rank());
   c.check(axisAttr >= -xs.rank() && axisAttr < xs.rank(), "axis ", axisAttr, " is out of range for x of shape ", xs);
   int axis = static_cast<int>(axisAttr < 0 ? axisAttr + xs.rank() : axisAttr);
   if(block <= 0) {
@@ -62,7 +82,7 @@ Expr alignQuantParam(OnnxImportCtx& c, Expr p, const Shape& xs, int64_t axisAttr
             xs[axis], " entries (x's dim along axis ", axis, ")");
     Shape::Dims d(static_cast<size_t>(xs.rank()), 1);
     d[static_cast<size_t>(axis)] = ps[0];
-    return reshape(p, Shape(d));
+    return reshapeParam(p, Shape(d), xs.rank());
   }
   c.check(ps.rank() == xs.rank(), what, " of shape ", ps, " must have x's rank (", xs.rank(), ") for blocked quantization");
   for(int i = 0; i < xs.rank(); ++i) {
@@ -116,6 +136,112 @@ void importQuantizeLinear(OnnxImportCtx& c) {
                                  alignQuantParam(c, zp, xs, axis, block, "y_zero_point")));
 }
 
+// ---- ONNX export
+
+// The dims of a scale or zero point of shape s lined up with x's rank
+// (leading 1s).
+Shape::Dims alignedDims(const Shape& s, int xRank) {
+  Shape::Dims d(static_cast<size_t>(xRank - s.rank()), 1);
+  for(int64_t v : s.dims()) d.push_back(v);
+  return d;
+}
+
+// Name `v` (a value of shape `s`) reshaped to `to` for the export; v itself
+// when it already has that shape.
+std::string reshapeValue(OnnxExportCtx& c, const std::string& v, const Shape& s, const Shape::Dims& to,
+                         const std::string& hint) {
+  if(s.dims() == to) return v;
+  std::string y = c.fresh(hint);
+  c.emit("Reshape", {v, c.intsConst(std::vector<int64_t>(to.begin(), to.end()), hint + "_shape")}, {y});
+  return y;
+}
+
+// A name made by c.fresh(hint) without the node's prefix ("<node>/<hint>"
+// -> "<hint>"): the hint under which the node that imports as that value
+// names its own initializers on a later export, so that it gets the same
+// names.
+std::string localName(OnnxExportCtx& c, const std::string& fresh) {
+  std::string prefix = c.output() + "/";
+  return fresh.rfind(prefix, 0) == 0 ? fresh.substr(prefix.size()) : fresh;
+}
+
+std::string castTo(OnnxExportCtx& c, const std::string& v, Type to, const std::string& hint) {
+  std::string y = c.fresh(hint);
+  c.emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
+  return y;
+}
+
+// quantize_linear as the element-wise ops it computes, for what ONNX's
+// QuantizeLinear does not take (float64 x, int32/int64 zero points, a scale
+// and zero point laid out differently): q = x / scale in x's compute type
+// (float32 for float16/bfloat16), rounded half to even, then in float64 plus
+// the zero point, clipped to the integer type's range and cast. Each step
+// computes what the kernel does, so the import gives the same bits.
+void exportQuantizeComposite(OnnxExportCtx& c, const std::string& why) {
+  c.check(c.opset() >= 11, why, "; the exact element-wise form needs Round (opset 11)");
+  Type xt = c.inputType(0), zt = c.inputType(2);
+  Type ft = xt == Type::float64 ? Type::float64 : Type::float32;
+  std::string x = c.input(0), s = c.input(1);
+  if(xt != ft) {
+    x = castTo(c, x, ft, "x_f32");
+    s = castTo(c, s, ft, "scale_f32");
+  }
+  std::string q = c.fresh("scaled");
+  c.emit("Div", {x, s}, {q});
+  std::string r = c.fresh("rounded");
+  c.emit("Round", {q}, {r});
+  if(ft != Type::float64) r = castTo(c, r, Type::float64, "rounded_f64");
+  std::string shifted = c.fresh("shifted");
+  c.emit("Add", {r, castTo(c, c.input(2), Type::float64, "zero_point_f64")}, {shifted});
+  std::string clipped = c.fresh("clipped");
+  std::string local = localName(c, clipped) + "/";
+  double lo, hi;
+  dispatchQuant(zt, "quantize_linear", [&](auto tag) {
+    using Q = typename decltype(tag)::type;
+    lo = static_cast<double>(std::numeric_limits<Q>::lowest());
+    hi = static_cast<double>(std::numeric_limits<Q>::max());
+  });
+  c.emit("Clip", {shifted, c.scalarConst(lo, Type::float64, local + "min"), c.scalarConst(hi, Type::float64, local + "max")},
+         {clipped});
+  c.emit("Cast", {clipped}, {c.output()}, {{"to", int64_t(zt)}});
+}
+
+// QuantizeLinear takes float32 x (float16/bfloat16 from opset 19), int8/uint8
+// zero points (int16/uint16 from 21) and a scale and zero point of the same
+// layout: one value (a scalar) or, from opset 13, one per entry of x's
+// `axis` (1-D). Onyx's broadcast forms ([C, 1, 1], [1]) are reshaped to
+// those; everything else takes the element-wise form.
+void exportQuantizeLinear(OnnxExportCtx& c) {
+  Type xt = c.inputType(0), zt = c.inputType(2);
+  const Shape& xs = c.inputShape(0);
+  bool xOk = xt == Type::float32 || ((xt == Type::float16 || xt == Type::bfloat16) && c.opset() >= 19);
+  bool zOk = zt == Type::int8 || zt == Type::uint8 || ((zt == Type::int16 || zt == Type::uint16) && c.opset() >= 21);
+  Shape::Dims sd = alignedDims(c.inputShape(1), xs.rank()), zd = alignedDims(c.inputShape(2), xs.rank());
+  int axis = -1, nonOne = 0;
+  for(size_t i = 0; i < sd.size(); ++i)
+    if(sd[i] != 1) {
+      axis = static_cast<int>(i);
+      ++nonOne;
+    }
+  bool layoutOk = sd == zd && (nonOne == 0 || (nonOne == 1 && c.opset() >= 13));
+  if(!xOk || !zOk || !layoutOk) {
+    std::string why = !xOk ? str("QuantizeLinear does not take ", xt, " x at opset ", c.opset())
+                      : !zOk ? str("QuantizeLinear does not take ", zt, " zero points at opset ", c.opset())
+                      : sd != zd || nonOne > 1 ? str("QuantizeLinear has no form for scale ", c.inputShape(1),
+                                                     " and zero point ", c.inputShape(2), " on x ", xs)
+                                               : std::string("QuantizeLinear takes a scale per axis from opset 13");
+    exportQuantizeComposite(c, why);
+    return;
+  }
+  Shape::Dims to;
+  if(nonOne) to.push_back(sd[static_cast<size_t>(axis)]);
+  std::string s = reshapeValue(c, c.input(1), c.inputShape(1), to, "scale");
+  std::string z = reshapeValue(c, c.input(2), c.inputShape(2), to, "zero_point");
+  OnnxAttrs attrs;
+  if(nonOne && axis != 1) attrs.emplace_back("axis", AttrValue(int64_t(axis)));
+  c.emit("QuantizeLinear", {c.input(0), s, z}, {c.output()}, attrs);
+}
+
 }  // namespace
 
 // y = saturate(round_half_even(x / scale) + zero_point)
@@ -157,7 +283,8 @@ ONYX_OP(kQuantizeLinear, "quantize_linear")
     })
     .notDifferentiable("integer output (its derivative is 0 almost everywhere)")
     .onnx("QuantizeLinear", 10)
-    .importer(importQuantizeLinear);
+    .importer(importQuantizeLinear)
+    .exporter(exportQuantizeLinear);
 
 Expr quantize_linear(Expr x, Expr scale, Expr zeroPoint) {
   return x->graph()->make(kQuantizeLinear, {x, scale, zeroPoint});

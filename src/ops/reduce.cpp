@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -190,6 +191,110 @@ OnnxImportFn reduceImport(bool axesInput, ReduceBuild full, NoopBuild none = nul
   };
 }
 
+// ---- ONNX export
+
+// The element type a Reduce* op computes x of type `t` in at the target
+// opset: t itself when ONNX takes it, else a wider type in which the result
+// is the same (undefined: none). ReduceSum/Mean/Prod never take 8- and
+// 16-bit integers: int64 holds their sum, product and mean, and a sum or
+// product is wrapped back into t as Onyx's kernel does (exportReduce);
+// ReduceMax/Min take int8/uint8 from opset 12 and bool from 20, and select
+// a value, so any wider type is exact; bfloat16 comes with opset 13 (only
+// max/min can go through float32 before: a sum or mean would round twice).
+Type reduceComputeType(const std::string& opType, Type t, int opset) {
+  bool select = opType == "ReduceMax" || opType == "ReduceMin";
+  switch(t) {
+    case Type::float16: case Type::float32: case Type::float64:
+    case Type::int32: case Type::int64: case Type::uint32: case Type::uint64: return t;
+    case Type::bfloat16: return opset >= 13 ? t : select ? Type::float32 : Type::undefined;
+    case Type::int8: case Type::uint8:
+      if(select) return opset >= 12 ? t : Type::int32;
+      return Type::int64;
+    case Type::int16: case Type::uint16: return select ? Type::int32 : Type::int64;
+    case Type::boolean:
+      if(!select) return Type::undefined;
+      return opset >= 20 ? t : opset >= 12 ? Type::uint8 : Type::int32;
+    default: return Type::undefined;
+  }
+}
+
+// A reduction as ONNX `opType`: axes as an attribute (axesInput false) or,
+// from ReduceSum 13 / the others 18, as an int64 input. Empty axes (all)
+// leave the attribute or input out, which reduces everything
+// (noop_with_empty_axes stays 0). keepdims is written only when 0.
+void exportReduce(OnnxExportCtx& c, const std::string& opType, bool axesInput) {
+  Attrs a = c.attrs();
+  Type t = c.inputType(0);
+  IntList axes = a.ints("axes");
+  // Negative axes come with opset 11; a repeated axis is normalised away
+  // (ONNX rejects it), as is one spelled both ways (-1 and rank-1).
+  std::vector<int> norm = reduceAxes(c.inputShape(0), axes);
+  bool plain = norm.size() == axes.size() && (c.opset() >= 11 || std::all_of(axes.begin(), axes.end(), [](int64_t v) {
+                 return v >= 0;
+               }));
+  if(!plain) axes = IntList(norm.begin(), norm.end());
+  Type ct = reduceComputeType(opType, t, c.opset());
+  c.check(ct != Type::undefined, opType, " does not take element type ", t, " at opset ", c.opset(),
+          t == Type::bfloat16 ? " (bfloat16 comes with opset 13)" : "");
+  c.check(ct == t || c.opset() >= 6, opType, " on ", t, " needs a Cast, which this exporter writes from opset 6 on");
+  std::string x = c.input(0);
+  if(ct != t) {
+    std::string xc = c.fresh("x_" + std::string(typeName(ct)));
+    c.emit("Cast", {x}, {xc}, {{"to", int64_t(ct)}});
+    x = xc;
+  }
+  std::string y = ct == t ? c.output() : c.fresh("reduced");
+  // A sum or product of 8/16-bit integers keeps the low bits of its int64
+  // result, as the kernel does (a Cast would saturate): Python's mod by
+  // 2^bits (Mod, opset 10), shifted by half the range for signed types.
+  // Its constants stay inputs when imported again, unlike axes: written
+  // first, they keep their place in the initializer list on a second trip.
+  bool narrow = t == Type::int8 || t == Type::uint8 || t == Type::int16 || t == Type::uint16;
+  bool wrap = ct != t && narrow && (opType == "ReduceSum" || opType == "ReduceProd");
+  c.check(!wrap || c.opset() >= 10, opType, " on ", t, " computes in int64 and wraps back with Mod, which needs opset 10");
+  bool isSigned = t == Type::int8 || t == Type::int16;
+  std::string range, half;
+  if(wrap) {
+    int64_t m = int64_t(1) << typeBits(t);
+    range = c.scalarConst(double(m), Type::int64, "range");
+    if(isSigned) half = c.scalarConst(double(m / 2), Type::int64, "half_range");
+  }
+  // The axes initializer is named after the value it reduces into, as the
+  // node that imports as that value names it when exported again.
+  std::string prefix = c.output() + "/";
+  std::string hint = y.rfind(prefix, 0) == 0 ? y.substr(prefix.size()) + "/axes" : "axes";
+  std::vector<std::string> ins{x};
+  OnnxAttrs attrs;
+  if(!axes.empty()) {
+    if(axesInput) ins.push_back(c.intsConst(std::vector<int64_t>(axes.begin(), axes.end()), hint));
+    else attrs.emplace_back("axes", AttrValue(axes));
+  }
+  if(a.i("keepdims") == 0) attrs.emplace_back("keepdims", AttrValue(int64_t(0)));
+  c.emit(opType, ins, {y}, attrs);
+  if(ct == t) return;
+  if(wrap) {
+    if(isSigned) {
+      std::string sh = c.fresh("shifted");
+      c.emit("Add", {y, half}, {sh});
+      y = sh;
+    }
+    std::string w = c.fresh("wrapped");
+    c.emit("Mod", {y, range}, {w});
+    y = w;
+    if(isSigned) {
+      std::string u = c.fresh("unshifted");
+      c.emit("Sub", {y, half}, {u});
+      y = u;
+    }
+  }
+  c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
+}
+
+std::function<void(OnnxExportCtx&)> reduceExport(const char* opType, bool axesInput) {
+  std::string op = opType;
+  return [op, axesInput](OnnxExportCtx& c) { exportReduce(c, op, axesInput); };
+}
+
 }  // namespace
 
 // y = sum of x over `axes`
@@ -209,8 +314,10 @@ ONYX_OP(kSum, "sum")
     .backward([](GradCtx& g) { g.add(0, expandGrad(g)); })
     .onnx("ReduceSum", 1, 12)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return sum(x, a, k); }))
+    .exporter(reduceExport("ReduceSum", false))
     .onnx("ReduceSum", 13)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return sum(x, a, k); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return sum(x, a, k); }))
+    .exporter(reduceExport("ReduceSum", true));
 
 Expr sum(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kSum, x, axes, keepdims); }
 Expr sum(Expr x, int axis) { return sum(x, std::vector<int>{axis}, true); }
@@ -244,8 +351,10 @@ ONYX_OP(kMean, "mean")
     })
     .onnx("ReduceMean", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return mean(x, a, k); }))
+    .exporter(reduceExport("ReduceMean", false))
     .onnx("ReduceMean", 18)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return mean(x, a, k); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return mean(x, a, k); }))
+    .exporter(reduceExport("ReduceMean", true));
 
 Expr mean(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMean, x, axes, keepdims); }
 Expr mean(Expr x, int axis) { return mean(x, std::vector<int>{axis}, true); }
@@ -269,8 +378,10 @@ ONYX_OP(kMax, "max")
     .backward(extremumGrad)
     .onnx("ReduceMax", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return max(x, a, k); }))
+    .exporter(reduceExport("ReduceMax", false))
     .onnx("ReduceMax", 18)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return max(x, a, k); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return max(x, a, k); }))
+    .exporter(reduceExport("ReduceMax", true));
 
 Expr max(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMax, x, axes, keepdims); }
 Expr max(Expr x, int axis) { return max(x, std::vector<int>{axis}, true); }
@@ -294,8 +405,10 @@ ONYX_OP(kMin, "min")
     .backward(extremumGrad)
     .onnx("ReduceMin", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return min(x, a, k); }))
+    .exporter(reduceExport("ReduceMin", false))
     .onnx("ReduceMin", 18)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return min(x, a, k); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return min(x, a, k); }))
+    .exporter(reduceExport("ReduceMin", true));
 
 Expr min(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kMin, x, axes, keepdims); }
 Expr min(Expr x, int axis) { return min(x, std::vector<int>{axis}, true); }
@@ -332,8 +445,10 @@ ONYX_OP(kProd, "prod")
     })
     .onnx("ReduceProd", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return prod(x, a, k); }))
+    .exporter(reduceExport("ReduceProd", false))
     .onnx("ReduceProd", 18)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return prod(x, a, k); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return prod(x, a, k); }))
+    .exporter(reduceExport("ReduceProd", true));
 
 Expr prod(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kProd, x, axes, keepdims); }
 Expr prod(Expr x, int axis) { return prod(x, std::vector<int>{axis}, true); }
@@ -356,8 +471,10 @@ ONYX_OP(kLogSumExp, "logsumexp")
     .backward([](GradCtx& g) { g.add(0, kept(g, g.dy) * exp(g.x(0) - kept(g, g.y()))); })
     .onnx("ReduceLogSumExp", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return logsumexp(x, a, k); }))
+    .exporter(reduceExport("ReduceLogSumExp", false))
     .onnx("ReduceLogSumExp", 18)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return logsumexp(x, a, k); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return logsumexp(x, a, k); }))
+    .exporter(reduceExport("ReduceLogSumExp", true));
 
 Expr logsumexp(Expr x, const std::vector<int>& axes, bool keepdims) {
   return makeReduce(kLogSumExp, x, axes, keepdims);
@@ -388,8 +505,10 @@ ONYX_OP(kL2Norm, "l2_norm")
     })
     .onnx("ReduceL2", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return l2_norm(x, a, k); }))
+    .exporter(reduceExport("ReduceL2", false))
     .onnx("ReduceL2", 18)
-    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return l2_norm(x, a, k); }, [](Expr x) { return abs(x); }));
+    .importer(reduceImport(true, [](Expr x, const std::vector<int>& a, bool k) { return l2_norm(x, a, k); }, [](Expr x) { return abs(x); }))
+    .exporter(reduceExport("ReduceL2", true));
 
 Expr l2_norm(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kL2Norm, x, axes, keepdims); }
 Expr l2_norm(Expr x, int axis) { return l2_norm(x, std::vector<int>{axis}, true); }
