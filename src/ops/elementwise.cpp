@@ -350,8 +350,8 @@ OnnxExportFn typedExport(const char* opType, OnnxTypeRule rule) {
   std::string op = opType;
   return [op, rule](OnnxExportCtx& c) {
     for(size_t i = 1; i < c.numInputs() && c.opset() < rule.broadcast; ++i)
-      c.check(c.inputShape(i) == c.inputShape(0), op, " broadcasts from opset ", rule.broadcast,
-              "; before it the inputs' shapes must be equal, got ", c.inputShape(0), " and ", c.inputShape(i));
+      if(c.inputShape(i) != c.inputShape(0))
+        c.requireOpset(rule.broadcast, str(op, " broadcasting ", c.inputShape(0), " with ", c.inputShape(i)));
     Type t = decidingType(c);
     int since = t == Type::bfloat16 ? rule.bf16 : t == Type::float16 ? rule.f16 : t == Type::float64 ? rule.f64
                 : isNarrowInt(t) ? rule.narrowInts : isInt(t) ? rule.wideInts : 1;
@@ -370,7 +370,10 @@ OnnxExportFn typedExport(const char* opType, OnnxTypeRule rule) {
       wide = Type::int64;
       wrap = true;
     }
-    c.check(wide != Type::undefined, op, " takes ", t, " ", when);
+    if(wide == Type::undefined) {
+      c.check(since > 0, op, " takes ", t, " ", when);
+      c.requireOpset(since, str(op, " on ", t));
+    }
     c.check(c.opset() >= 6, op, " on ", t, " needs a Cast, which this exporter writes from opset 6 on");
     std::vector<std::string> ins;
     for(size_t i = 0; i < c.numInputs(); ++i)
@@ -862,7 +865,7 @@ void exportClip(OnnxExportCtx& c, bool attrForm) {
   double bound[2] = {c.attrs().f("min"), c.attrs().f("max")};
   Type ct = t;  // the type Clip runs in
   if(isInt(t) && c.opset() < 12) {
-    c.check(typeBits(t) <= 32, "Clip takes ", t, " from opset 12");
+    if(typeBits(t) > 32) c.requireOpset(12, str("Clip on ", t));
     ct = Type::float64;
     for(double& b : bound) {
       if(std::isinf(b)) continue;
@@ -991,7 +994,7 @@ namespace {
 void emitEqual(OnnxExportCtx& c, const std::string& out) {
   Type t = c.inputType(0);
   int need = t == Type::boolean || t == Type::int32 || t == Type::int64 ? 7 : 11;
-  c.check(c.opset() >= need, "Equal compares ", t, " from opset ", need);
+  c.requireOpset(need, str("Equal on ", t));
   std::vector<std::string> ins = c.inputs();
   if(t == Type::bfloat16 && c.opset() < 13)
     for(size_t i = 0; i < ins.size(); ++i) {
@@ -1254,7 +1257,7 @@ ONYX_OP(kCast, "cast")
       for(Type t : {from, to}) {
         int need = castTypeSince(t);
         c.check(need > 0, "ONNX Cast has no element type ", t);
-        c.check(c.opset() >= need, "element type ", t, " needs opset ", need, " (target opset ", c.opset(), ")");
+        c.requireOpset(need, str("element type ", t));
       }
       OnnxAttrs attrs{{"to", int64_t(to)}};
       if(c.attrs().i("saturate") == 0 && isSmallFloat(to) && to != Type::float4e2m1)

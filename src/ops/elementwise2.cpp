@@ -165,7 +165,10 @@ OnnxExportFn floatExport(const char* opType, int bf16Since, int f16Since = 1, in
       c.emitDefault(op);
       return;
     }
-    c.check(t != Type::float64, op, " takes float64 from opset ", since);
+    if(t == Type::float64) {
+      c.check(since > 0, op, " has no float64 form in ONNX");
+      c.requireOpset(since, str(op, " on float64"));
+    }
     c.check(c.opset() >= 6, op, " on ", t, " needs a Cast to float32, which this exporter writes from opset 6 on");
     std::vector<std::string> ins;
     for(size_t i = 0; i < c.numInputs(); ++i) {
@@ -570,7 +573,7 @@ ONYX_OP(kMod, "mod")
     .onnx("Mod", 10)
     .exporter([](OnnxExportCtx& c) {
       Type t = c.inputType(0);
-      c.check(t != Type::bfloat16 || c.opset() >= 13, "Mod takes bfloat16 from opset 13");
+      if(t == Type::bfloat16) c.requireOpset(13, "Mod on bfloat16");
       bool cMod = c.attrs().i("fmod") != 0;
       if(cMod || !isFloat(t)) {
         OnnxAttrs attrs;
@@ -622,7 +625,7 @@ ONYX_OP(kBitShift, "bit_shift")
       Type t = c.inputType(0);
       bool isUnsigned = t == Type::uint8 || t == Type::uint16 || t == Type::uint32 || t == Type::uint64;
       // A Cast to the unsigned type would saturate negative values.
-      c.check(isUnsigned || c.opset() >= 28, "BitShift takes signed integers (", t, ") from opset 28");
+      if(!isUnsigned) c.requireOpset(28, str("BitShift on signed integers (", t, ")"));
       c.emitDefault("BitShift");
     });
 

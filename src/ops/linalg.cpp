@@ -184,7 +184,7 @@ void checkMatmulType(OnnxExportCtx& c, const char* opType) {
   Type t = c.inputType(0);
   int need = matmulTypeSince(t);
   c.check(need > 0, opType, " does not take element type ", t);
-  c.check(c.opset() >= need, opType, " takes ", t, " from opset ", need);
+  c.requireOpset(need, str(opType, " on ", t));
 }
 
 // Whether alpha survives Gemm's float32 attribute.
@@ -575,7 +575,7 @@ ONYX_OP(kDet, "det")
     .exporter([](OnnxExportCtx& c) {
       // Through float32 a bfloat16 det would round twice (the kernel rounds
       // its double result once).
-      c.check(c.inputType(0) != Type::bfloat16 || c.opset() >= 22, "Det takes bfloat16 from opset 22");
+      if(c.inputType(0) == Type::bfloat16) c.requireOpset(22, "Det on bfloat16");
       c.emitDefault("Det");
     });
 

@@ -178,7 +178,7 @@ std::string castTo(OnnxExportCtx& c, const std::string& v, Type to, const std::s
 // the zero point, clipped to the integer type's range and cast. Each step
 // computes what the kernel does, so the import gives the same bits.
 void exportQuantizeComposite(OnnxExportCtx& c, const std::string& why) {
-  c.check(c.opset() >= 11, why, "; the exact element-wise form needs Round (opset 11)");
+  c.requireOpset(11, str(why, "; the exact element-wise form (Round)"));
   Type xt = c.inputType(0), zt = c.inputType(2);
   Type ft = xt == Type::float64 ? Type::float64 : Type::float32;
   std::string x = c.input(0), s = c.input(1);

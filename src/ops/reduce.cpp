@@ -251,7 +251,7 @@ void exportReduce(OnnxExportCtx& c, const std::string& opType, bool axesInput) {
   // first, they keep their place in the initializer list on a second trip.
   bool narrow = t == Type::int8 || t == Type::uint8 || t == Type::int16 || t == Type::uint16;
   bool wrap = ct != t && narrow && (opType == "ReduceSum" || opType == "ReduceProd");
-  c.check(!wrap || c.opset() >= 10, opType, " on ", t, " computes in int64 and wraps back with Mod, which needs opset 10");
+  if(wrap) c.requireOpset(10, str(opType, " on ", t, " (computed in int64, wrapped back with Mod)"));
   bool isSigned = t == Type::int8 || t == Type::int16;
   std::string range, half;
   if(wrap) {

@@ -341,6 +341,14 @@ TEST_P(OpRoundTrip, OnnxAndNative) {
                            msg.find("(" + c.op + ", opset") == std::string::npos;
       bool needsNewer = msg.find(" or later (export with --opset ") != std::string::npos;  // requireOpset()
       if(opset != opsets.back() && (typeLimit || otherOpTooNew || needsNewer)) continue;
+      // ONNX itself has no form for the case yet (BitShift takes signed
+      // integers from opset 28, beyond the newest opset Onyx reads): a clear
+      // refusal naming the node and op is the right answer.
+      bool beyondNewest = false;
+      size_t at = msg.find(" needs opset ");
+      if(needsNewer && at != std::string::npos) beyondNewest = std::atoi(msg.c_str() + at + 13) > onnxMaxOpset();
+      if(beyondNewest && msg.find("node '") != std::string::npos && msg.find("(" + c.op + ", opset") != std::string::npos)
+        continue;
       ADD_FAILURE() << msg;
       continue;
     }
