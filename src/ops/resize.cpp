@@ -434,8 +434,8 @@ void exportResize(OnnxExportCtx& c, bool upsample) {
                Ctm::TfCropAndResize, Ctm::TfHalfPixelForNN, Ctm::HalfPixelSymmetric})
     if(ctmValid(m) && std::find(ctms.begin(), ctms.end(), m) == ctms.end()) ctms.push_back(m);
   std::vector<Near> nears;
-  if(legacy) nears = {Near::Simple};
-  else if(want.mode != Mode::Nearest) nears = {Near::RoundPreferFloor};  // unused
+  if(legacy) nears.push_back(Near::Simple);
+  else if(want.mode != Mode::Nearest) nears.push_back(Near::RoundPreferFloor);  // unused
   else
     for(Near m : {want.nearest, Near::RoundPreferFloor, Near::RoundPreferCeil, Near::Floor, Near::Ceil})
       if(m != Near::Simple && std::find(nears.begin(), nears.end(), m) == nears.end()) nears.push_back(m);
