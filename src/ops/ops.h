@@ -9,3 +9,9 @@
 #include <onyx/ops/norm.h>
 #include <onyx/ops/conv.h>
 #include <onyx/ops/resize.h>
+#include <onyx/ops/quant.h>
+#include <onyx/ops/attention.h>
+#include <onyx/ops/signal.h>
+#include <onyx/ops/vision.h>
+#include <onyx/ops/random.h>
+#include <onyx/ops/misc_ops.h>

@@ -114,6 +114,13 @@ tri = {"format": "onyx-native", "version": 1,
        "outputs": [{"name": "y", "node": "y"}]}
 with zipfile.ZipFile(f"{t}/trilu.npz", "w") as z:
     z.writestr("graph.json", json.dumps(tri))
+fixed = {"format": "onyx-native", "version": 1,
+         "inputs": [{"name": "x", "type": "float32", "shape": [2, 3]}],
+         "nodes": [{"name": "y", "op": "reshape", "inputs": ["x"], "attrs": {"shape": [6]},
+                    "type": "float32", "shape": [6]}],
+         "outputs": [{"name": "y", "node": "y"}]}
+with zipfile.ZipFile(f"{t}/fixed.npz", "w") as z:
+    z.writestr("graph.json", json.dumps(fixed))
 PY
 for f in trunc unknown_op bad_json bad_shape; do
   "$BIN/onnx-export" "$T/$f.npz" -o "$T/keep.onnx" > "$T/o" 2> "$T/e"; rc=$?
@@ -136,6 +143,11 @@ check "above libonnx's opsets, python's onnx checker validates" sh -c "[ $? -eq 
 check "large initializers go to external data" sh -c "[ $? -eq 0 ] && [ -s '$T/ext.onnx.data' ]"
 "$BIN/onnx-run" "$T/ext.onnx" --test-data "$M/test_data_set_0" > "$T/o" 2> "$T/e"
 check "the model with external data runs and matches" [ $? -eq 0 ]
+
+"$BIN/onnx-export" "$T/fixed.npz" -o "$T/fixed.onnx" --dynamic-axis x:0=batch > "$T/o" 2> "$T/e"; rc=$?
+check "a dynamic axis the graph holds fixed is warned about" sh -c "[ $rc -eq 0 ] && grep -q 'warning: .*does not run with its symbolic dims' '$T/e'"
+"$BIN/onnx-export" "$T/tiny.npz" -o "$T/tiny3.onnx" --dynamic-axis x:0=batch > "$T/o" 2> "$T/e"
+check "a truly dynamic axis gives no warning" sh -c "! grep -q warning '$T/e'"
 
 echo "$fails failed"
 [ $fails -eq 0 ]
