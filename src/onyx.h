@@ -20,6 +20,9 @@
 #include <onyx/converters/native_model.h>
 #include <onyx/converters/onnx_exporter.h>
 #include <onyx/ops/ops.h>
+#include <onyx/train/checkpoint.h>
+#include <onyx/train/losses.h>
 #include <onyx/train/optimizers.h>
+#include <onyx/train/schedule.h>
 #include <onyx/io/json.h>
 #include <onyx/io/npz.h>

@@ -37,6 +37,7 @@ public:
   void setWeightDecay(double wd) { opt_.weightDecay = wd; }
   const OptimizerOptions& options() const { return opt_; }
   size_t steps() const { return step_; }
+  void setSteps(size_t n) { step_ = n; }  // when resuming from a checkpoint (Adam's bias correction counts them)
 
   // Optimizer state (moments, step) by "<param>/<slot>", for checkpoints.
   std::map<std::string, Tensor>& state() { return state_; }
