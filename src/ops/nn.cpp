@@ -481,7 +481,6 @@ void crossEntropyRows(KernelCtx& c) {
       fail("cross_entropy: label ", l, " at index ", indexString(labt.shape(), r), " of the labels (shape ",
            labt.shape(), ") is out of range for ", classes, " classes; labels must be in [0, ", classes, ")");
   }
-  const double ls = c.attrs.f("label_smoothing");
   const T* x = lt.data<T>();
   T* y = c.out.data<T>();
   host::parallelFor(rows, lt.size(), [&](int64_t b, int64_t e) {
@@ -489,17 +488,11 @@ void crossEntropyRows(KernelCtx& c) {
       const T* xr = x + lines.start(r);
       double m = -std::numeric_limits<double>::infinity();
       for(int64_t j = 0; j < classes; ++j) m = std::max(m, double(host::load(xr, j * st)));
-      double s = 0, sx = 0;
-      for(int64_t j = 0; j < classes; ++j) {
-        double v = host::load(xr, j * st);
-        s += std::exp(v - m);
-        sx += v;
-      }
-      // -sum(q * (x - lse)) with sum(q) = 1: lse - (1 - ls) x[label] - ls/C sum(x)
+      double s = 0;
+      for(int64_t j = 0; j < classes; ++j) s += std::exp(double(host::load(xr, j * st)) - m);
+      // -log_softmax(x)[label] = lse - x[label]
       const double lse = m + std::log(s);
-      double loss = lse - (1 - ls) * double(host::load(xr, static_cast<int64_t>(labels[r]) * st));
-      if(ls != 0) loss -= ls / double(classes) * sx;
-      host::store(y, r, loss);
+      host::store(y, r, lse - double(host::load(xr, static_cast<int64_t>(labels[r]) * st)));
     }
   });
 }
@@ -558,7 +551,6 @@ void exportCrossEntropy(OnnxExportCtx& c) {
   const Shape& s = c.inputShape(0);
   const int r = s.rank();
   const int axis = normAxis(s, c.attrs().i("axis"));
-  const double ls = c.attrs().f("label_smoothing");
   const Type t = c.inputType(0);
   checkBf16Opset(c, t);
   std::string x = c.input(0), labels = c.input(1);
@@ -577,34 +569,17 @@ void exportCrossEntropy(OnnxExportCtx& c) {
     x = x2;
   }
   const std::string y = r == 1 ? c.fresh("row_loss") : c.output();
-  const OnnxAttrs reduction{{"reduction", std::string("none")}};
-  if(ls == 0) {
-    c.emit("SoftmaxCrossEntropyLoss", {x, labels}, {y}, reduction);
-  } else {
-    // -sum(q * lp) = (1 - ls) * (-lp[label]) - ls * mean(lp over the classes)
-    std::string loss = c.fresh("nll"), lp = c.fresh("log_prob"), m = c.fresh("mean_log_prob");
-    c.emit("SoftmaxCrossEntropyLoss", {x, labels}, {loss, lp}, reduction);
-    std::vector<int64_t> axes{1};
-    if(c.opset() >= 18)
-      c.emit("ReduceMean", {lp, c.intsConst(axes, "classes")}, {m}, {{"keepdims", int64_t(0)}});
-    else
-      c.emit("ReduceMean", {lp}, {m}, {{"axes", attr(axes)}, {"keepdims", int64_t(0)}});
-    std::string a = c.fresh("nll_scaled"), b = c.fresh("smoothing");
-    c.emit("Mul", {loss, c.scalarConst(1 - ls, t, "one_minus_smoothing")}, {a});
-    c.emit("Mul", {m, c.scalarConst(ls, t, "label_smoothing")}, {b});
-    c.emit("Sub", {a, b}, {y});
-  }
+  c.emit("SoftmaxCrossEntropyLoss", {x, labels}, {y}, {{"reduction", std::string("none")}});
   if(r == 1) c.emit("Reshape", {y, c.intsConst({}, "shape")}, {c.output()});
 }
 
 }  // namespace
 
-// y[...] = -sum_c q[..., c] * log_softmax(logits)[..., c], q = (1-ls) onehot(labels) + ls/C
+// y[...] = -log_softmax(logits)[..., label] along the class axis
 ONYX_OP(kCrossEntropy, "cross_entropy")
-    .doc("y = -sum(q * log_softmax(logits)) over the class axis (default the last), q = (1 - label_smoothing) * "
-         "onehot(labels) + label_smoothing / classes; labels int32/int64 with logits' shape minus the class axis")
+    .doc("y = -log_softmax(logits)[label] along the class axis (default the last); labels int32/int64 with logits' "
+         "shape minus the class axis (label smoothing: see cross_entropy())")
     .inputs(2)
-    .attr("label_smoothing", 0.0)
     .attr("axis", int64_t(-1))
     .infer([](InferCtx& c) {
       c.requireFloat(0);
@@ -620,8 +595,6 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
       Shape want(wd);
       c.check(lb == want, "labels of shape ", lb, " do not match logits of shape ", ls, ": expected labels of shape ",
               want, " (one class index per line of logits along axis ", axis, ")");
-      double a = c.attrs.f("label_smoothing");
-      c.check(a >= 0 && a <= 1, "label_smoothing must be in [0, 1], got ", a);
       c.shape = lb;
       c.type = c.typeOf(0);
     })
@@ -632,7 +605,7 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
         });
       });
     })
-    // dlogits = (softmax(logits) - q) * dy with a unit class axis inserted;
+    // dlogits = (softmax(logits) - onehot(labels)) * dy with a unit class axis inserted;
     // labels are not differentiable.
     .backward([](GradCtx& g) {
       if(!g.needs(0)) return;
@@ -648,17 +621,13 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
       idShape[static_cast<size_t>(axis)] = classes;
       Expr classIds = g.graph.constant(Shape(idShape), inits::fromVector(ids), labels->value_type());
       Expr q = cast(eq(reshape(labels, column), classIds), logits->value_type());
-      double a = g.attrs.f("label_smoothing");
-      if(a != 0) q = q * (1 - a) + a / double(classes);
       g.add(0, (softmax(logits, axis) - q) * reshape(g.dy, column));
     })
-    // SoftmaxCrossEntropyLoss differs in three ways the exporter bridges:
-    // its default reduction is "mean" (export sets reduction="none"), its class
+    // SoftmaxCrossEntropyLoss differs in two ways the exporter bridges: its
+    // default reduction is "mean" (export sets reduction="none") and its class
     // axis is 1 (another class axis is moved to 1 by a Transpose; 1-D logits
-    // become one row [1, C] by Reshapes), and it has no label smoothing
-    // (cross_entropy() builds smoothing from other ops; a node with the
-    // attribute set exports as (1 - ls) * loss - ls * mean(log_prob, class
-    // axis), equal up to rounding but not bit for bit).
+    // become one row [1, C] by Reshapes). It has no label smoothing, and
+    // neither has this op: cross_entropy() builds smoothing from other ops.
     // Import: logits without weights, ignore_index or log_prob use this op
     // (class axis 1; -1 for 2-D), reduction a sum or mean of its result;
     // everything else is the composite NLL(log_softmax(x, 1)).
@@ -684,13 +653,12 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
     });
 
 // With label smoothing ls: (1 - ls) * ce + ls * (logsumexp(x) - mean(x))
-// over the class axis, the same loss built from ops that ONNX expresses
-// one to one, so that an exported graph re-imports to the same bits (the
-// op's own label_smoothing attribute exports only as an approximation).
+// over the class axis, built from ops that ONNX expresses one to one, so
+// that an exported graph re-imports to the same bits.
 Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing, int axis) {
   ONYX_CHECK(labelSmoothing >= 0 && labelSmoothing <= 1, "cross_entropy: label_smoothing must be in [0, 1], got ",
              labelSmoothing);
-  Expr ce = logits->graph()->make(kCrossEntropy, {logits, labels}, {{"label_smoothing", 0.0}, {"axis", attr(axis)}});
+  Expr ce = logits->graph()->make(kCrossEntropy, {logits, labels}, {{"axis", attr(axis)}});
   if(labelSmoothing == 0) return ce;
   const double ls = labelSmoothing;
   std::vector<int> classes{normAxis(logits->shape(), axis)};

@@ -186,6 +186,17 @@ ONYX_OP_CASE({"cross_entropy", "3d_label_smoothing", {in({2, 3, 5}, -3, 3), ints
 ONYX_OP_CASE({"cross_entropy", "int32_labels_smoothing", {in({3, 4}, -3, 3), ints({3}, 0, 3)},
               [](Xs x) { return cross_entropy(x[0], cast(x[1], Type::int32), 0.25f); },
               [](Rs x) { return refCrossEntropy(x[0], x[1], 0.25); }});
+// Classes on axis 1 (as SoftmaxCrossEntropyLoss has them): the reference
+// moves them last and reuses the last-axis reference.
+ONYX_OP_CASE({"cross_entropy", "class_axis_1", {in({2, 4, 3}, -3, 3), ints({2, 3}, 0, 3)},
+              [](Xs x) { return cross_entropy(x[0], x[1], 0.f, 1); },
+              [](Rs x) {
+                Ref last = refOfShape({2, 3, 4});
+                for(int64_t n = 0; n < 2; ++n)
+                  for(int64_t c = 0; c < 4; ++c)
+                    for(int64_t d = 0; d < 3; ++d) last[(n * 3 + d) * 4 + c] = x[0][(n * 4 + c) * 3 + d];
+                return refCrossEntropy(last, x[1], 0);
+              }});
 ONYX_OP_CASE({"cross_entropy", "large_logits_finite",
               {values({2, 3}, {1000, -1000, 999, 0, 1000, 1000.5}), labelValues({2}, {2, 1})},
               [](Xs x) { return cross_entropy(x[0], x[1]); },
