@@ -31,6 +31,19 @@ std::string OnnxExportCtx::scalarConst(double v, Type type, const std::string& h
 
 void OnnxExportCtx::failMsg(const std::string& msg) const { throw Error(where() + ": " + msg); }
 
+OnnxAttrs OnnxExportCtx::nodeAttrs() const {
+  OnnxAttrs attrs;
+  const OpDef& op = *node().op();
+  const auto& values = node().attrValues();
+  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
+    const AttrValue& v = values[k];
+    if(auto* l = std::get_if<IntList>(&v); l && l->empty()) continue;
+    if(auto* l = std::get_if<FloatList>(&v); l && l->empty()) continue;
+    attrs.emplace_back(op.attrSpecs[k].name, v);
+  }
+  return attrs;
+}
+
 std::vector<std::string> OnnxExportCtx::inputs() {
   std::vector<std::string> v;
   for(size_t i = 0; i < numInputs(); ++i) v.push_back(input(i));

@@ -63,6 +63,10 @@ public:
   virtual void emitDefault(const std::string& opType, const std::vector<std::string>& inputs = {},
                            const std::vector<std::string>& skip = {}, const OnnxAttrs& extra = {}) = 0;
   std::vector<std::string> inputs();  // all input names
+  // The node's attributes by name, empty lists left out (what the default
+  // export writes, without its schema check): for exporters that emit the
+  // same op with other inputs, e.g. around a Cast bridge.
+  OnnxAttrs nodeAttrs() const;
 
   // The node's ONNX form needs opset `need` or later for `what` (an
   // attribute value, an element type). With an automatic target opset the

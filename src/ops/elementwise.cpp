@@ -258,20 +258,6 @@ Tensor equalStrings(const Tensor& a, const Tensor& b) {
 
 using OnnxExportFn = std::function<void(OnnxExportCtx&)>;
 
-// The node's attributes by name (empty lists left out, as the default export).
-OnnxAttrs nodeAttrs(OnnxExportCtx& c) {
-  OnnxAttrs attrs;
-  const OpDef& op = *c.node().op();
-  const auto& values = c.node().attrValues();
-  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
-    const AttrValue& v = values[k];
-    if(auto* l = std::get_if<IntList>(&v); l && l->empty()) continue;
-    if(auto* l = std::get_if<FloatList>(&v); l && l->empty()) continue;
-    attrs.emplace_back(op.attrSpecs[k].name, v);
-  }
-  return attrs;
-}
-
 // The element type that decides an element-wise node's ONNX types: its first
 // input that is not bool (where's condition is), else bool.
 Type decidingType(OnnxExportCtx& c) {
@@ -380,11 +366,11 @@ OnnxExportFn typedExport(const char* opType, OnnxTypeRule rule) {
       ins.push_back(c.inputType(i) == t ? emitCastTo(c, c.input(i), wide, "in" + std::to_string(i) + "_" + typeName(wide))
                                         : c.input(i));
     if(c.node().value_type() != t) {  // a test or comparison: bool out
-      c.emit(op, ins, {c.output()}, nodeAttrs(c));
+      c.emit(op, ins, {c.output()}, c.nodeAttrs());
       return;
     }
     std::string y = c.fresh(std::string("y_") + typeName(wide));
-    c.emit(op, ins, {y}, nodeAttrs(c));
+    c.emit(op, ins, {y}, c.nodeAttrs());
     if(wrap) emitWrap(c, y, t, c.output());
     else c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
   };

@@ -137,19 +137,6 @@ T shiftOf(T a, T b, bool left) {
 
 using OnnxExportFn = std::function<void(OnnxExportCtx&)>;
 
-OnnxAttrs nodeAttrs(OnnxExportCtx& c) {
-  OnnxAttrs attrs;
-  const OpDef& op = *c.node().op();
-  const auto& values = c.node().attrValues();
-  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
-    const AttrValue& v = values[k];
-    if(auto* l = std::get_if<IntList>(&v); l && l->empty()) continue;
-    if(auto* l = std::get_if<FloatList>(&v); l && l->empty()) continue;
-    attrs.emplace_back(op.attrSpecs[k].name, v);
-  }
-  return attrs;
-}
-
 // The default export as `opType`, except where ONNX's op takes x's float16 /
 // bfloat16 / float64 type only from opset f16Since / bf16Since / f64Since on
 // (0: never): below that, the inputs of x's type go through float32 and the
@@ -181,11 +168,11 @@ OnnxExportFn floatExport(const char* opType, int bf16Since, int f16Since = 1, in
       ins.push_back(w);
     }
     if(c.node().value_type() != t) {  // a test: bool out
-      c.emit(op, ins, {c.output()}, nodeAttrs(c));
+      c.emit(op, ins, {c.output()}, c.nodeAttrs());
       return;
     }
     std::string y = c.fresh("y_f32");
-    c.emit(op, ins, {y}, nodeAttrs(c));
+    c.emit(op, ins, {y}, c.nodeAttrs());
     c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
   };
 }
