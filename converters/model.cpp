@@ -97,12 +97,20 @@ static std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const Mo
   return in;
 }
 
+void applyStateUpdates(const ImportedGraph& g) {
+  for(const auto& [state, next] : g.stateUpdates) {
+    ONYX_CHECK(next->val(), "applyStateUpdates: the value for '", state->name(), "' is not computed; call forward() first");
+    state->val()->copyFrom(*next->val());
+  }
+}
+
 ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable) {
   OnnxGraphImporter imp(model.file(), model.initializers(), graph, ImportOptions{trainable});
   auto outs = imp.build(graphInputs(graph, model, inputs));
   ImportedGraph r;
   r.valueDependent = imp.valueDependent();
   r.inputNodes = imp.inputNodes();
+  r.stateUpdates = imp.stateUpdates();
   const auto& proto = model.file().proto;
   for(const auto& o : model.outputs()) {
     const OnnxValue& v = outs.at(o.name);

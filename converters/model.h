@@ -106,11 +106,20 @@ private:
 // in the model, and the model's symbolic input dims, graph name and doc
 // strings are kept. valueDependent: the structure read input values (NonZero,
 // If on an input, ...), so the graph holds for these values only.
+//
+// Training (trainable, with the graph not in inference mode): the float
+// initializers are trainable params, and layers with running statistics use
+// batch statistics; stateUpdates lists the buffers (BatchNormalization's
+// running mean and variance, non-trainable params) with their values after
+// this batch. Call applyStateUpdates after forward() to keep them.
 struct ImportedGraph {
   GraphSpec spec;
   std::map<std::string, Expr> inputNodes;
   bool valueDependent = false;
+  std::vector<std::pair<Expr, Expr>> stateUpdates;  // (param, next value)
 };
+// Copies each state update's computed value into its param (after forward()).
+void applyStateUpdates(const ImportedGraph& g);
 // Throws onyx::Error when an output is a sequence or an optional.
 ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable = false);
 

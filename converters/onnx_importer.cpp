@@ -62,6 +62,15 @@ public:
       fail("value ", e.what());
     }
   }
+  bool training() const override { return imp_.training(); }
+  void updateState(Expr state, Expr next) override {
+    check(state->kind() == NodeKind::Param, "updateState: '", state->name(), "' is not a param");
+    check(state->shape() == next->shape() && state->value_type() == next->value_type(), "updateState: '",
+          state->name(), "' ", state->shape(), " cannot take a value of shape ", next->shape());
+    state->setTrainable(false);
+    next->keepValue();
+    imp_.addStateUpdate(state, next);
+  }
   Tensor value(size_t i) override { return valueOf(input(i)); }
   Tensor valueOf(Expr e) override {
     if(imp_.isValueDependent(e.get())) imp_.markValueDependent();

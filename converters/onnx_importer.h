@@ -30,6 +30,8 @@ public:
   bool valueDependent() const { return valueDependent_; }
   // Input nodes created for tensor inputs, by name (for rebinding).
   const std::map<std::string, Expr>& inputNodes() const { return inputNodes_; }
+  // Buffers to update after a training step: (param, its next value).
+  const std::vector<std::pair<Expr, Expr>>& stateUpdates() const { return stateUpdates_; }
 
   // ---- used by the node context
   OnnxValue lookup(const std::string& name) const;
@@ -39,6 +41,8 @@ public:
   ExpressionGraph& graph() { return graph_; }
   const OnnxModelFile& file() const { return file_; }
   void markValueDependent() { valueDependent_ = true; }
+  bool training() const { return options_.trainable && !graph_.isInference(); }
+  void addStateUpdate(Expr state, Expr next) { stateUpdates_.emplace_back(state, next); }
   Type declaredType(const std::string& name) const;
 
 private:
@@ -54,6 +58,7 @@ private:
   std::unordered_map<Node*, bool> dependsOnInput_;
   std::map<std::string, Expr> inputNodes_;
   bool valueDependent_ = false;
+  std::vector<std::pair<Expr, Expr>> stateUpdates_;
 };
 
 // Element type and dims of a TypeProto's tensor (or sequence element).

@@ -1,19 +1,24 @@
 // onnx-train: fine-tunes an ONNX model with Onyx's autodiff and writes the
 // trained model as ONNX again. The graph is rebuilt per batch (dynamic
-// graphs); the model's float initializers are the trainable params.
-//
-// First version: losses, optimizers, LR schedule, freezing, gradient
-// clipping, validation and the atomic export. Checkpoints and --resume are
-// still to come (issue 5).
+// graphs); the model's float initializers are the trainable params, and
+// BatchNormalization trains with batch statistics while its running
+// statistics are updated. Checkpoints (params, optimizer state, step, RNGs,
+// position in the epoch) are written atomically; --resume continues so that
+// an interrupted run ends with the same params as an uninterrupted one.
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -80,12 +85,47 @@ double scalarOf(const Tensor& t) {
 
 struct Options {
   std::string model, data, valid, target, output, loss = "ce", optimizer = "adam", out, decay = "constant";
+  std::string checkpointDir, stepLog, dumpGradients;
   std::vector<std::string> inputs, freeze;
   double lr = 1e-3, clip = 0, weightDecay = 0, momentum = 0, minLr = 0;
   int epochs = 1, warmup = 0;
-  int64_t batch = 32;
+  int64_t batch = 32, checkpointEvery = 100;
   uint64_t seed = 1;
+  bool resume = false, noShuffle = false;
 };
+
+std::string hexDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+std::string rngText(const std::mt19937_64& r) {
+  std::ostringstream os;
+  os << r;
+  return os.str();
+}
+
+// The settings a resumed run must share with the run that wrote the
+// checkpoint (anything else would not continue the same training).
+std::map<std::string, std::string> runSettings(const Options& o) {
+  std::ostringstream lr;
+  lr << std::setprecision(17) << o.lr;
+  return {{"optimizer", o.optimizer}, {"loss", o.loss},       {"batch_size", std::to_string(o.batch)},
+          {"lr", lr.str()},           {"seed", std::to_string(o.seed)}, {"shuffle", o.noShuffle ? "no" : "yes"}};
+}
+
+// Temporary files left by a run killed while writing (name.tmp.<pid>).
+void removeStaleTemps(const std::string& dir, const std::string& file) {
+  std::error_code ec;
+  for(auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string n = e.path().filename().string();
+    if(n.rfind(file + ".tmp.", 0) == 0) {
+      std::filesystem::remove(e.path(), ec);
+      std::cerr << "onnx-train: removed " << e.path().string() << " (left by an interrupted write)\n";
+    }
+  }
+}
 
 }  // namespace
 
@@ -95,8 +135,8 @@ int main(int argc, char** argv) {
                "  onnx-train model.onnx --data train.npz --input x=x --target y --output logits --loss ce -o tuned.onnx\n"
                "  onnx-train model.onnx --data train.npz --valid valid.npz --input x=x --target y --output probs \\\n"
                "      --loss mse --optimizer sgd --momentum 0.9 --lr 0.05 --epochs 5 --batch-size 16 -o tuned.onnx\n"
-               "  onnx-train bert.onnx --data d.npz --input ids=ids --target label --output logits --freeze 'embed*' "
-               "-o tuned.onnx\n"};
+               "  onnx-train bert.onnx --data d.npz --input ids=ids --target label --output logits --freeze 'embed*' \\\n"
+               "      --checkpoint-dir ckpt --resume -o tuned.onnx\n"};
   Options o;
   app.add_option("model", o.model, "the .onnx model")->required();
   app.add_option("--data", o.data, "training data (.npz; samples along axis 0 of every array)")->required();
@@ -117,32 +157,57 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", o.batch, "samples per step")->capture_default_str();
   app.add_option("--freeze", o.freeze, "params matching this glob stay fixed (repeatable)");
   app.add_option("--seed", o.seed, "data order and random ops")->capture_default_str();
-  app.add_option("-o,--out", o.out, "the trained .onnx to write")->required();
+  app.add_flag("--no-shuffle", o.noShuffle, "take the samples in file order every epoch");
+  app.add_option("--checkpoint-dir", o.checkpointDir, "write DIR/checkpoint.npz (atomically) as training goes");
+  app.add_option("--checkpoint-every", o.checkpointEvery, "steps between checkpoints (and one per epoch)")
+      ->capture_default_str();
+  app.add_flag("--resume", o.resume, "continue from DIR/checkpoint.npz when it exists");
+  app.add_option("--step-log", o.stepLog, "write 'step epoch loss lr' per training step to this file");
+  app.add_option("--dump-gradients", o.dumpGradients,
+                 "write the loss and every trainable param's gradient on the first batch (file order) to this .npz, "
+                 "and stop");
+  app.add_option("-o,--out", o.out, "the trained .onnx to write");
   CLI11_PARSE(app, argc, argv);
 
   try {
     if(o.epochs < 1) throw Error("--epochs must be at least 1");
     if(o.batch < 1) throw Error("--batch-size must be at least 1");
+    if(o.checkpointEvery < 1) throw Error("--checkpoint-every must be at least 1");
+    if(o.resume && o.checkpointDir.empty()) throw Error("--resume needs --checkpoint-dir");
+    if(o.out.empty() && o.dumpGradients.empty()) throw Error("-o TUNED.onnx is required");
     auto model = Model::load(o.model);
     bool hasOutput = false;
     for(auto& out : model->outputs()) hasOutput = hasOutput || out.name == o.output;
     if(!hasOutput) throw Error(str(o.model, ": the model has no output '", o.output, "'"));
     std::map<std::string, std::string> feeds;  // input name -> data key
+    std::map<std::string, Type> feedTypes;     // input name -> declared element type
     std::vector<std::string> keys{o.target};
     for(const auto& spec : o.inputs) {
       size_t eq = spec.find('=');
       if(eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
         throw Error(str("--input '", spec, "': expected NAME=KEY"));
       std::string name = spec.substr(0, eq);
-      bool known = false;
-      for(auto& i : model->inputs()) known = known || i.name == name;
-      if(!known) throw Error(str("--input '", spec, "': the model has no input '", name, "'"));
+      const ValueInfo* info = nullptr;
+      for(auto& i : model->inputs())
+        if(i.name == name) info = &i;
+      if(!info) throw Error(str("--input '", spec, "': the model has no input '", name, "'"));
       feeds[name] = spec.substr(eq + 1);
+      feedTypes[name] = info->type;
       keys.push_back(spec.substr(eq + 1));
     }
     Data train = loadData(o.data, keys);
     Data valid;
     if(!o.valid.empty()) valid = loadData(o.valid, keys);
+    // Float data of another width than the model's input (numpy's float64
+    // default, say) is converted; anything else must match.
+    for(Data* d : {&train, &valid})
+      for(auto& kv : feeds) {
+        if(!d->n) continue;
+        Tensor& t = d->arrays[kv.second];
+        Type want = feedTypes[kv.first];
+        if(want != Type::undefined && t->type() != want && isFloat(t->type()) && isFloat(want))
+          t = convert(t, want);
+      }
 
     OptimizerOptions oo;
     oo.lr = o.lr;
@@ -166,8 +231,8 @@ int main(int argc, char** argv) {
     std::mt19937_64 order(o.seed);
     bool frozen = false, labelsChecked = false;
     ImportedGraph last;
-    // One batch through the model; returns (loss, correct predictions).
-    auto runBatch = [&](const Data& d, const std::vector<int64_t>& idx, bool trainStep) {
+    // Builds the graph for one batch, with the loss attached to the output.
+    auto build = [&](const Data& d, const std::vector<int64_t>& idx, bool trainStep, Expr& out) {
       graph->clear();
       graph->setInference(!trainStep);
       HostValues in;
@@ -180,12 +245,11 @@ int main(int argc, char** argv) {
         if(!o.freeze.empty()) std::cerr << "onnx-train: froze " << n << " params\n";
         frozen = true;
       }
-      Expr out;
+      out = nullptr;
       for(auto& kv : last.spec.outputs)
         if(kv.first == o.output) out = kv.second;
       if(!out) throw Error(str("output '", o.output, "' is not a tensor output"));
       Tensor target = rows(d.arrays.at(o.target), idx);
-      Expr loss;
       if(o.loss == "ce") {
         if(!isInt(target->type())) throw Error(str("--loss ce takes integer labels; '", o.target, "' is ", typeName(target->type())));
         if(!labelsChecked) {  // every label of both files, by its sample index
@@ -205,11 +269,17 @@ int main(int argc, char** argv) {
       }
       Expr t = graph->constant(target);
       try {
-        loss = o.loss == "ce" ? crossEntropyLoss(out, t) : o.loss == "mse" ? mseLoss(out, t)
+        return o.loss == "ce" ? crossEntropyLoss(out, t) : o.loss == "mse" ? mseLoss(out, t)
              : o.loss == "l1" ? l1Loss(out, t) : bceLoss(out, t);
       } catch(const Error& e) {
         throw Error(str("--loss ", o.loss, " on output '", o.output, "' (", out->shape(), "): ", e.what()));
       }
+    };
+    // One batch through the model; returns (loss, correct predictions). A
+    // training step with a non-finite loss changes nothing.
+    auto runBatch = [&](const Data& d, const std::vector<int64_t>& idx, bool trainStep) {
+      Expr out;
+      Expr loss = build(d, idx, trainStep, out);
       loss->keepValue();
       out->keepValue();
       graph->forward();
@@ -218,46 +288,150 @@ int main(int argc, char** argv) {
       if(o.loss == "ce") {
         std::vector<double> logits, labels;
         out->val()->get(logits);
-        target->get(labels);
+        rows(d.arrays.at(o.target), idx)->get(labels);
         size_t classes = static_cast<size_t>(out->shape().dims()[out->shape().rank() - 1]);
         for(size_t i = 0; i < labels.size(); ++i) {
           auto b = logits.begin() + static_cast<std::ptrdiff_t>(i * classes);
           correct += std::max_element(b, b + static_cast<std::ptrdiff_t>(classes)) - b == static_cast<std::ptrdiff_t>(labels[i]);
         }
       }
-      if(trainStep) {
+      if(trainStep && std::isfinite(l)) {
         graph->backward(loss);
         opt->update(*graph);
+        applyStateUpdates(last);
       }
       return std::make_pair(l, correct);
     };
+    auto firstRows = [](const Data& d, int64_t n) {
+      std::vector<int64_t> idx(static_cast<size_t>(std::min(d.n, n)));
+      std::iota(idx.begin(), idx.end(), 0);
+      return idx;
+    };
 
-    size_t step = 0;
+    // --dump-gradients: the loss and gradients on the first batch, for
+    // comparing with another framework.
+    if(!o.dumpGradients.empty()) {
+      Expr out;
+      Expr loss = build(train, firstRows(train, o.batch), true, out);
+      loss->keepValue();
+      graph->forward();
+      graph->backward(loss);
+      std::vector<std::pair<std::string, Tensor>> arrays{{"loss", loss->val()}};
+      for(Expr p : *graph->params())
+        if(p->trainable() && p->grad()) arrays.emplace_back("grad/" + p->name(), p->grad());
+      for(const auto& [state, next] : last.stateUpdates) arrays.emplace_back("state/" + state->name(), next->val());
+      io::saveNpz(o.dumpGradients, arrays);
+      std::cout << o.dumpGradients << ": loss " << scalarOf(loss->val()) << ", " << arrays.size() - 1 << " arrays\n";
+      return 0;
+    }
+
+    // Checkpoints: one file, replaced atomically.
+    std::string ckpt;
+    TrainState state;
+    state.epoch = 1;
+    std::string orderAtEpochStart = rngText(order);
+    double epochSum = 0;
+    int64_t epochSeen = 0;
+    if(!o.checkpointDir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.checkpointDir, ec);
+      if(ec) throw Error(str("--checkpoint-dir '", o.checkpointDir, "': ", ec.message()));
+      ckpt = (std::filesystem::path(o.checkpointDir) / "checkpoint.npz").string();
+      removeStaleTemps(o.checkpointDir, "checkpoint.npz");
+      if(o.resume && std::filesystem::exists(ckpt)) {
+        Expr out;
+        build(train, firstRows(train, o.batch), true, out);  // creates every param
+        state = loadCheckpoint(ckpt, *graph, *opt);
+        for(auto& [k, v] : runSettings(o)) {
+          auto it = state.extra.find(k);
+          if(it != state.extra.end() && it->second != v)
+            throw Error(str(ckpt, ": written with ", k, " ", it->second, ", this run has ", v,
+                            "; resume with the same settings or start a new --checkpoint-dir"));
+        }
+        std::istringstream(state.extra.at("order_rng")) >> order;
+        orderAtEpochStart = state.extra.at("order_rng");
+        std::sscanf(state.extra.at("epoch_loss_sum").c_str(), "%la", &epochSum);
+        epochSeen = std::stoll(state.extra.at("epoch_seen"));
+        std::cout << "resumed from " << ckpt << " at step " << state.step << " (epoch " << state.epoch << ", sample "
+                  << state.sampleOffset << ")\n";
+      } else if(o.resume) {
+        std::cerr << "onnx-train: no checkpoint in " << o.checkpointDir << " yet; starting from the model\n";
+      }
+    }
+    size_t step = state.step;
+    uint64_t savedStep = step;
+    auto save = [&](uint64_t epoch, uint64_t offset) {
+      TrainState s;
+      s.step = step;
+      s.epoch = epoch;
+      s.sampleOffset = offset;
+      s.extra = runSettings(o);
+      s.extra["order_rng"] = orderAtEpochStart;
+      s.extra["epoch_loss_sum"] = hexDouble(epochSum);
+      s.extra["epoch_seen"] = std::to_string(epochSeen);
+      saveCheckpoint(ckpt, *graph, *opt, s);
+      savedStep = step;
+    };
+    std::ofstream stepLog;
+    if(!o.stepLog.empty()) {
+      std::string kept;  // on resume, the lines of the steps the checkpoint holds
+      if(state.step) {
+        std::ifstream in(o.stepLog);
+        for(std::string line; std::getline(in, line);)
+          if(std::stoull(line) <= state.step) kept += line + "\n";
+      }
+      stepLog.open(o.stepLog, std::ios::trunc);
+      stepLog << kept;
+      if(!stepLog) throw Error(str("--step-log '", o.stepLog, "': cannot open for writing"));
+      stepLog << std::setprecision(9);
+    }
+
     bool tty = isatty(STDOUT_FILENO);
-    for(int epoch = 1; epoch <= o.epochs; ++epoch) {
+    for(int epoch = static_cast<int>(state.epoch); epoch <= o.epochs; ++epoch) {
+      bool resumedEpoch = epoch == static_cast<int>(state.epoch) && state.sampleOffset > 0;
+      if(!resumedEpoch) {
+        orderAtEpochStart = rngText(order);
+        epochSum = 0;
+        epochSeen = 0;
+      } else {
+        std::istringstream(orderAtEpochStart) >> order;  // the order of the epoch being resumed
+      }
       std::vector<int64_t> perm(static_cast<size_t>(train.n));
       std::iota(perm.begin(), perm.end(), 0);
-      std::shuffle(perm.begin(), perm.end(), order);
-      double sum = 0;
-      int64_t seen = 0;
+      if(!o.noShuffle) std::shuffle(perm.begin(), perm.end(), order);
       auto t0 = std::chrono::steady_clock::now();
-      for(int64_t b = 0; b < train.n; b += o.batch) {
+      int64_t startSeen = epochSeen;
+      for(int64_t b = resumedEpoch ? static_cast<int64_t>(state.sampleOffset) : 0; b < train.n; b += o.batch) {
         std::vector<int64_t> idx(perm.begin() + b, perm.begin() + std::min(train.n, b + o.batch));
-        opt->setLearningRate(schedule.lr(step));
+        double lr = schedule.lr(step);
+        opt->setLearningRate(lr);
         double l = runBatch(train, idx, true).first;
+        if(!std::isfinite(l)) {
+          std::string kept = ckpt.empty() ? "" : savedStep ? str("; the last good checkpoint is ", ckpt, " (step ", savedStep, ")")
+                                                          : str("; no checkpoint was written yet");
+          throw Error(str("the loss is ", l, " at step ", step + 1, " (epoch ", epoch, "); stopped before updating",
+                          kept));
+        }
         ++step;
-        if(!std::isfinite(l)) throw Error(str("the loss is ", l, " at step ", step, " (epoch ", epoch, "); stopped"));
-        sum += l * static_cast<double>(idx.size());
-        seen += static_cast<int64_t>(idx.size());
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if(tty)
-          std::cout << "\repoch " << epoch << "/" << o.epochs << " [" << seen << "/" << train.n << "] loss "
-                    << sum / double(seen) << ", " << int(double(seen) / std::max(secs, 1e-9)) << " samples/s" << std::flush;
+        if(stepLog.is_open()) stepLog << step << " " << epoch << " " << l << " " << lr << "\n" << std::flush;
+        epochSum += l * static_cast<double>(idx.size());
+        epochSeen += static_cast<int64_t>(idx.size());
+        if(!ckpt.empty() && step % static_cast<uint64_t>(o.checkpointEvery) == 0 && b + o.batch < train.n)
+          save(static_cast<uint64_t>(epoch), static_cast<uint64_t>(b + o.batch));
+        if(tty) {
+          double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          int64_t done = std::min(train.n, b + o.batch);
+          int filled = static_cast<int>(24 * done / train.n);
+          std::cout << "\repoch " << epoch << "/" << o.epochs << " [" << std::string(static_cast<size_t>(filled), '=')
+                    << std::string(static_cast<size_t>(24 - filled), ' ') << "] " << done << "/" << train.n << " loss "
+                    << epochSum / double(epochSeen) << ", "
+                    << int(double(epochSeen - startSeen) / std::max(secs, 1e-9)) << " samples/s" << std::flush;
+        }
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if(tty) std::cout << "\r";
-      std::cout << "epoch " << epoch << ": train loss " << sum / double(seen) << " ("
-                << int(double(seen) / std::max(secs, 1e-9)) << " samples/s)";
+      if(tty) std::cout << "\r\033[K";
+      std::cout << "epoch " << epoch << ": train loss " << epochSum / double(epochSeen) << " ("
+                << int(double(epochSeen - startSeen) / std::max(secs, 1e-9)) << " samples/s)";
       if(valid.n) {
         double vs = 0;
         int64_t correct = 0;
@@ -272,9 +446,18 @@ int main(int argc, char** argv) {
         if(o.loss == "ce") std::cout << ", valid accuracy " << double(correct) / double(valid.n);
       }
       std::cout << "\n" << std::flush;
+      if(!ckpt.empty()) {
+        orderAtEpochStart = rngText(order);
+        epochSum = 0;
+        epochSeen = 0;
+        save(static_cast<uint64_t>(epoch + 1), 0);
+      }
     }
 
-    // The trained model: the last graph's outputs, its params as initializers.
+    // The trained model: an inference graph (running statistics, no dropout)
+    // with the params as initializers.
+    Expr out;
+    build(train, firstRows(train, o.batch), false, out);
     ExportResult r = exportOnnx(last.spec);
     checkOnnxModel(r.model, o.out);
     writeOnnxModel(o.out, r);

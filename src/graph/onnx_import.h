@@ -72,6 +72,17 @@ public:
   // when no such value is visible here.
   virtual OnnxValue valueByName(const std::string& name) = 0;
   std::vector<int64_t> ints(size_t i);  // value(i) as int64s
+
+  // ---- training
+  // Whether the graph is built for a training step: the initializers are
+  // trainable params and the graph is not in inference mode. Layers with
+  // running statistics (BatchNormalization) then normalise with the batch's
+  // statistics, as a framework's train() mode does.
+  virtual bool training() const = 0;
+  // Records that, after a training step, `state` (a param holding a buffer
+  // such as a running mean) takes the value of `next`; the param stops being
+  // trainable. The caller applies the updates (applyStateUpdates).
+  virtual void updateState(Expr state, Expr next) = 0;
   double scalar(size_t i);              // value(i)'s only element
 
   // ---- attributes (reading an attribute marks it handled: an attribute

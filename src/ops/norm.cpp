@@ -107,6 +107,25 @@ ONYX_ONNX_IMPORT(kOnnxBatchNorm, "BatchNormalization", 1).importer([](OnnxImport
   for(int i = 0; i < 4; ++i)
     c.check(ps[i]->shape() == Shape(pshape), names[i], " must have shape ", Shape(pshape), ", got ", ps[i]->shape());
   auto pc = [&](Expr p) { return perChannel(p, s, spatial); };
+  // An inference node in a graph built for a training step (fine-tuning an
+  // exported model): batch statistics, and the running statistics updated
+  // as PyTorch's train() mode does, with the unbiased batch variance
+  // (ONNX's training_mode=1 uses the population variance).
+  if(!training && c.training()) {
+    std::vector<int> axes = spatial ? axesExcept1(s.rank()) : std::vector<int>{0};
+    int64_t count = 1;
+    for(int a : axes) count *= s.dims()[static_cast<size_t>(a)];
+    c.check(count > 1, "training needs more than one value per channel, got input shape ", s);
+    Expr mu = mean(x, axes, true);
+    Expr xc = x - mu;
+    Expr var = mean(xc * xc, axes, true);
+    c.setOutput(0, xc * (pc(scale) / sqrt(var + eps)) + pc(bias));
+    Expr bm = reshape(mu, pshape), bv = reshape(var, pshape) * (double(count) / double(count - 1));
+    if(rmean->kind() == NodeKind::Param) c.updateState(rmean, rmean * momentum + bm * (1 - momentum));
+    if(rvar->kind() == NodeKind::Param) c.updateState(rvar, rvar * momentum + bv * (1 - momentum));
+    for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
+    return;
+  }
   if(!training) {
     c.setOutput(0, affineNorm(x, pc(scale), pc(bias), pc(rmean), pc(rvar), eps));
     for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
