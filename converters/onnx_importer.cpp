@@ -1,5 +1,6 @@
 #include <onyx/converters/onnx_importer.h>
 
+#include <functional>
 #include <set>
 
 namespace onyx {
@@ -70,6 +71,23 @@ public:
     state->setTrainable(false);
     next->keepValue();
     imp_.addStateUpdate(state, next);
+  }
+  Expr stateInput(size_t i) override {
+    Expr v = input(i);
+    if(!imp_.trainable()) return v;
+    const std::string& name = node_.input(static_cast<int>(i));
+    if(v->kind() == NodeKind::Param && v->name() == name && imp_.uses(name) == 1) {
+      v->setTrainable(false);
+      return v;
+    }
+    // A buffer of its own: named after the input value, or after the node
+    // when the value is an initializer read elsewhere too.
+    std::string own = v->name() == name ? nodeName() + "/" + name : name;
+    Tensor start = valueOf(v);
+    Expr p = graph().param(own, v->shape(), [start](TensorBase& dst, Rng&) { dst.copyFrom(*start); },
+                           v->value_type(), false);
+    p->setTrainable(false);
+    return p;
   }
   Tensor value(size_t i) override { return valueOf(input(i)); }
   Tensor valueOf(Expr e) override {
@@ -193,6 +211,21 @@ OnnxGraphImporter::OnnxGraphImporter(const OnnxModelFile& file, const std::map<s
   const auto& g = file_.proto.graph();
   for(const auto& v : g.value_info()) note(v);
   for(const auto& v : g.output()) note(v);
+  std::function<void(const ::onnx::GraphProto&)> count = [&](const ::onnx::GraphProto& gr) {
+    for(const auto& n : gr.node()) {
+      for(const auto& i : n.input()) ++uses_[i];
+      for(const auto& a : n.attribute()) {
+        if(a.has_g()) count(a.g());
+        for(const auto& sg : a.graphs()) count(sg);
+      }
+    }
+  };
+  count(g);
+}
+
+size_t OnnxGraphImporter::uses(const std::string& name) const {
+  auto it = uses_.find(name);
+  return it == uses_.end() ? 0 : it->second;
 }
 
 Type OnnxGraphImporter::declaredType(const std::string& name) const {

@@ -42,6 +42,9 @@ public:
   const OnnxModelFile& file() const { return file_; }
   void markValueDependent() { valueDependent_ = true; }
   bool training() const { return options_.trainable && !graph_.isInference(); }
+  bool trainable() const { return options_.trainable; }
+  // How many node inputs (in every graph of the model) read value `name`.
+  size_t uses(const std::string& name) const;
   void addStateUpdate(Expr state, Expr next) { stateUpdates_.emplace_back(state, next); }
   Type declaredType(const std::string& name) const;
 
@@ -59,6 +62,7 @@ private:
   std::map<std::string, Expr> inputNodes_;
   bool valueDependent_ = false;
   std::vector<std::pair<Expr, Expr>> stateUpdates_;
+  std::unordered_map<std::string, size_t> uses_;
 };
 
 // Element type and dims of a TypeProto's tensor (or sequence element).

@@ -20,9 +20,14 @@ libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata grap
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
   fi
   # From PyPI, for cross-checks only: numpy (reads our .npz), onnx and
-  # onnxruntime (reference outputs), pytest.
+  # onnxruntime (reference outputs), pytest; torch and onnxscript (its ONNX
+  # exporter) for the training parity tests against PyTorch.
   python3 -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null ||
     python3 -m pip install -q "numpy<3" "onnx==1.23.2" "onnxruntime==1.31.1" pytest
+  if [ "${1:-}" = test ]; then
+    python3 -c "import torch, onnxscript" 2>/dev/null ||
+      python3 -m pip install -q "torch==2.15.0" "onnxscript==0.7.2"
+  fi
   node_tests
 }
 
@@ -59,10 +64,16 @@ case "${1:-}" in
       --check-with models/onnx/tiny_mlp/test_data_set_0
     "$BUILD_DIR"/tools/onnx-export "$out/tiny_mlp.npz" -o "$out/tiny_mlp.onnx" --dynamic-axis x:0=batch
     "$BUILD_DIR"/tools/onnx-run "$out/tiny_mlp.onnx" --test-data models/onnx/tiny_mlp/test_data_set_0
+    # Fine-tune the bundled CNN on the bundled dataset, export it, run it.
+    "$BUILD_DIR"/tools/onnx-run models/onnx/tiny_cnn/model.onnx --test-data models/onnx/tiny_cnn/test_data_set_0
+    "$BUILD_DIR"/tools/onnx-train models/onnx/tiny_cnn/model.onnx --data models/data/bars_train.npz \
+      --valid models/data/bars_valid.npz --input x=x --target y --output logits --loss ce --lr 0.02 \
+      --epochs 3 --batch-size 32 --checkpoint-dir "$out/ckpt" -o "$out/tiny_cnn_tuned.onnx"
+    "$BUILD_DIR"/tools/onnx-run "$out/tiny_cnn_tuned.onnx" --input x=models/onnx/tiny_cnn/test_data_set_0/input_0.pb
     echo "outputs in $out"
     ;;
   test)
-    deps; build
+    deps test; build
     cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS"
     ;;
   *)

@@ -83,6 +83,14 @@ public:
   // such as a running mean) takes the value of `next`; the param stops being
   // trainable. The caller applies the updates (applyStateUpdates).
   virtual void updateState(Expr state, Expr next) = 0;
+  // Input i as a buffer that training updates (a running statistic), when
+  // the graph has trainable params: a non-trainable param. That is the
+  // initializer itself when only this input reads it, by its own name;
+  // otherwise (read through Identity, or shared with other inputs, as
+  // exporters that merge equal initializers produce) a param of its own,
+  // named after the input value, that starts from its value. Without
+  // trainable params: input(i).
+  virtual Expr stateInput(size_t i) = 0;
   double scalar(size_t i);              // value(i)'s only element
 
   // ---- attributes (reading an attribute marks it handled: an attribute

@@ -85,7 +85,10 @@ BatchNormResult batch_norm_train(Expr x, Expr scale, Expr bias, double eps) {
 // (opsets < 14) are the batch mean and variance. spatial=0 (opsets < 9):
 // parameters and statistics per activation [C, d1, ...].
 ONYX_ONNX_IMPORT(kOnnxBatchNorm, "BatchNormalization", 1).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0), scale = c.input(1), bias = c.input(2), rmean = c.input(3), rvar = c.input(4);
+  Expr x = c.input(0), scale = c.input(1), bias = c.input(2);
+  // With trainable params (fine-tuning), the running statistics are buffers
+  // of their own that training steps update.
+  Expr rmean = c.stateInput(3), rvar = c.stateInput(4);
   const Shape& s = x->shape();
   c.check(s.rank() >= 2, "X must have shape [N, C, ...], got ", s);
   double eps = c.attrFloat("epsilon", 1e-5);
@@ -121,8 +124,8 @@ ONYX_ONNX_IMPORT(kOnnxBatchNorm, "BatchNormalization", 1).importer([](OnnxImport
     Expr var = mean(xc * xc, axes, true);
     c.setOutput(0, xc * (pc(scale) / sqrt(var + eps)) + pc(bias));
     Expr bm = reshape(mu, pshape), bv = reshape(var, pshape) * (double(count) / double(count - 1));
-    if(rmean->kind() == NodeKind::Param) c.updateState(rmean, rmean * momentum + bm * (1 - momentum));
-    if(rvar->kind() == NodeKind::Param) c.updateState(rvar, rvar * momentum + bv * (1 - momentum));
+    c.updateState(rmean, rmean * momentum + bm * (1 - momentum));
+    c.updateState(rvar, rvar * momentum + bv * (1 - momentum));
     for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
     return;
   }

@@ -149,43 +149,5 @@ check "a dynamic axis the graph holds fixed is warned about" sh -c "[ $rc -eq 0 
 "$BIN/onnx-export" "$T/tiny.npz" -o "$T/tiny3.onnx" --dynamic-axis x:0=batch > "$T/o" 2> "$T/e"
 check "a truly dynamic axis gives no warning" sh -c "! grep -q warning '$T/e'"
 
-# ---- onnx-train (first version): fine-tune the bundled model, export, run it elsewhere.
-python3 - "$T" <<'PY'
-import sys, numpy as np
-t = sys.argv[1]
-rng = np.random.default_rng(0)
-x = rng.normal(size=(96, 4)).astype(np.float32)
-y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64)
-onehot = np.eye(3, dtype=np.float32)[y]
-np.savez(f"{t}/train.npz", x=x[:64], y=y[:64], yoh=onehot[:64])
-np.savez(f"{t}/valid.npz", x=x[64:], y=y[64:], yoh=onehot[64:])
-bad = y[:64].copy(); bad[5] = 7
-np.savez(f"{t}/badlabels.npz", x=x[:64], y=bad)
-PY
-"$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --valid "$T/valid.npz" --input x=x --target yoh --output probs \
-  --loss mse --lr 0.05 --epochs 5 --batch-size 16 -o "$T/tuned.onnx" > "$T/o" 2> "$T/e"
-check "onnx-train runs and writes the model" sh -c "[ $? -eq 0 ] && [ -s '$T/tuned.onnx' ] && grep -q 'valid loss' '$T/o'"
-check "the training loss goes down" python3 -c "
-import re
-l = [float(m) for m in re.findall(r'train loss ([0-9.e+-]+)', open('$T/o').read())]
-assert len(l) == 5 and l[-1] < 0.5 * l[0], l"
-"$BIN/onnx-run" "$T/tuned.onnx" --input x="$T/x.npy" --output-dir "$T/tuned_out" > /dev/null 2>&1
-check "the trained model runs in onnxruntime with Onyx's outputs" python3 -c "
-import numpy as np, onnx, onnxruntime as ort
-onnx.checker.check_model(onnx.load('$T/tuned.onnx'), full_check=True)
-x = np.load('$T/x.npy')
-s = ort.InferenceSession('$T/tuned.onnx', providers=['CPUExecutionProvider'])
-got = s.run(None, {'x': x})[0]
-want = np.load('$T/tuned_out/probs.npy')
-assert np.allclose(got, want, rtol=1e-4, atol=1e-6), abs(got - want).max()
-orig = ort.InferenceSession('$M/model.onnx', providers=['CPUExecutionProvider']).run(None, {'x': x})[0]
-assert not np.allclose(orig, got), 'training changed nothing'"
-"$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=nosuch --target yoh --output probs -o "$T/t2.onnx" > "$T/o" 2> "$T/e"; rc=$?
-check "onnx-train: a missing data key is one line naming it" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q \"no array 'nosuch'\" '$T/e' && [ ! -e '$T/t2.onnx' ]"
-"$BIN/onnx-train" "$M/model.onnx" --data "$T/badlabels.npz" --input x=x --target y --output probs --loss ce -o "$T/t2.onnx" > "$T/o" 2> "$T/e"; rc=$?
-check "onnx-train: a label out of range is named" sh -c "[ $rc -eq 1 ] && grep -q 'label 7 at index 5 is out of range for 3 classes' '$T/e'"
-"$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target y --output probs --loss mse -o "$T/t2.onnx" > "$T/o" 2> "$T/e"; rc=$?
-check "onnx-train: a loss on a target of the wrong shape is an error" sh -c "[ $rc -eq 1 ] && grep -q 'mse' '$T/e' && grep -q 'probs' '$T/e'"
-
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -271,3 +271,21 @@ TEST(Graph, BadAttributeByNameIsAnErrorAndRollsBack) {
 
 }  // namespace
 }  // namespace onyx
+
+namespace onyx {
+namespace {
+// NaN passes through relu (PyTorch, numpy and ONNX's reference do the same),
+// so a NaN in the data shows up in the loss instead of vanishing.
+TEST(Elementwise, ReluKeepsNaN) {
+  auto g = New<ExpressionGraph>();
+  Expr y = relu(g->constant(TensorBase::fromVector<float>({3}, {std::nanf(""), -1.f, 2.f})));
+  y->keepValue();
+  g->forward();
+  std::vector<double> v;
+  y->val()->get(v);
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_EQ(v[1], 0);
+  EXPECT_EQ(v[2], 2);
+}
+}  // namespace
+}  // namespace onyx

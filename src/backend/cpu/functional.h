@@ -117,7 +117,7 @@ ONYX_UNARY(tanh, std::tanh(v))
 ONYX_UNARY(erf, std::erf(v))
 ONYX_UNARY(sigmoid, sigmoidOf(v))
 ONYX_UNARY(softplus, softplusOf(v))
-ONYX_UNARY(relu, v > T(0) ? v : T(0))
+ONYX_UNARY(relu, v < T(0) ? T(0) : v)  // NaN stays NaN, as in PyTorch and numpy
 ONYX_UNARY(floor, std::floor(v))
 ONYX_UNARY(ceil, std::ceil(v))
 ONYX_UNARY(logicalNot, !v)
