@@ -20,6 +20,7 @@
 #include <onyx/converters/native_model.h>
 #include <onyx/converters/onnx_exporter.h>
 #include <onyx/ops/ops.h>
+#include <onyx/train/accumulate.h>
 #include <onyx/train/checkpoint.h>
 #include <onyx/train/losses.h>
 #include <onyx/train/optimizers.h>
