@@ -85,6 +85,13 @@ np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 y = np.load('$DATA/bars_valid.npz')['y']
 assert (got.argmax(1) == y).mean() >= 0.95"
 
+# ---- On a terminal: a progress bar with the loss and throughput (script(1) gives it a pty).
+script -qec "'$BIN/onnx-train' '$CNN/model.onnx' --data '$DATA/bars_train.npz' --input x=x --target y --output logits \
+  --loss ce --epochs 1 --batch-size 32 -o '$T/tty.onnx'" /dev/null > "$T/tty" 2>&1
+check "on a terminal: a progress bar with loss and samples/s" python3 -c "
+t = open('$T/tty', errors='replace', newline='').read()
+assert '\r' in t and '[========================] 512/512 loss ' in t and 'samples/s' in t, repr(t[:400])"
+
 # ---- Checkpoints: a run killed (SIGKILL) several times and resumed ends
 # with the same params, bit for bit, as an uninterrupted run.
 A0=("$M/model.onnx" --data "$T/train.npz" --input x=x --target yoh --output probs --loss mse --optimizer adam
