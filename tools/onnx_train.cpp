@@ -89,7 +89,7 @@ struct Options {
   std::vector<std::string> inputs, freeze;
   double lr = 1e-3, clip = 0, weightDecay = 0, momentum = 0, minLr = 0;
   int epochs = 1, warmup = 0;
-  int64_t batch = 32, checkpointEvery = 100;
+  int64_t batch = 32, checkpointEvery = 100, accumulate = 1;
   uint64_t seed = 1;
   bool resume = false, noShuffle = false;
 };
@@ -112,7 +112,8 @@ std::map<std::string, std::string> runSettings(const Options& o) {
   std::ostringstream lr;
   lr << std::setprecision(17) << o.lr;
   return {{"optimizer", o.optimizer}, {"loss", o.loss},       {"batch_size", std::to_string(o.batch)},
-          {"lr", lr.str()},           {"seed", std::to_string(o.seed)}, {"shuffle", o.noShuffle ? "no" : "yes"}};
+          {"lr", lr.str()},           {"seed", std::to_string(o.seed)}, {"shuffle", o.noShuffle ? "no" : "yes"},
+          {"accumulate", std::to_string(o.accumulate)}};
 }
 
 // Temporary files left by a run killed while writing (name.tmp.<pid>).
@@ -155,6 +156,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-lr", o.minLr, "the learning rate reached at the end of the decay")->capture_default_str();
   app.add_option("--epochs", o.epochs, "passes over the data")->capture_default_str();
   app.add_option("--batch-size", o.batch, "samples per step")->capture_default_str();
+  app.add_option("--accumulate", o.accumulate,
+                 "micro-batches of --batch-size per optimizer step (gradient accumulation)")
+      ->capture_default_str();
   app.add_option("--freeze", o.freeze, "params matching this glob stay fixed (repeatable)");
   app.add_option("--seed", o.seed, "data order and random ops")->capture_default_str();
   app.add_flag("--no-shuffle", o.noShuffle, "take the samples in file order every epoch");
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
     if(o.epochs < 1) throw Error("--epochs must be at least 1");
     if(o.batch < 1) throw Error("--batch-size must be at least 1");
     if(o.checkpointEvery < 1) throw Error("--checkpoint-every must be at least 1");
+    if(o.accumulate < 1) throw Error("--accumulate must be at least 1");
     if(o.resume && o.checkpointDir.empty()) throw Error("--resume needs --checkpoint-dir");
     if(o.out.empty() && o.dumpGradients.empty()) throw Error("-o TUNED.onnx is required");
     auto model = Model::load(o.model);
@@ -222,7 +227,8 @@ int main(int argc, char** argv) {
     else throw Error(str("--optimizer '", o.optimizer, "': expected sgd, adagrad, adam or adamw"));
     if(o.loss != "ce" && o.loss != "mse" && o.loss != "l1" && o.loss != "bce")
       throw Error(str("--loss '", o.loss, "': expected ce, mse, l1 or bce"));
-    int64_t stepsPerEpoch = (train.n + o.batch - 1) / o.batch;
+    const int64_t stepSamples = o.batch * o.accumulate;  // samples per optimizer step
+    int64_t stepsPerEpoch = (train.n + stepSamples - 1) / stepSamples;
     LrSchedule schedule(o.lr, static_cast<size_t>(o.warmup), LrSchedule::parseDecay(o.decay),
                         static_cast<size_t>(stepsPerEpoch * o.epochs), o.minLr);
 
@@ -275,8 +281,8 @@ int main(int argc, char** argv) {
         throw Error(str("--loss ", o.loss, " on output '", o.output, "' (", out->shape(), "): ", e.what()));
       }
     };
-    // One batch through the model; returns (loss, correct predictions). A
-    // training step with a non-finite loss changes nothing.
+    // One batch through the model; returns (loss, correct predictions). For
+    // training, also the gradients (unless the loss is not finite).
     auto runBatch = [&](const Data& d, const std::vector<int64_t>& idx, bool trainStep) {
       Expr out;
       Expr loss = build(d, idx, trainStep, out);
@@ -295,9 +301,8 @@ int main(int argc, char** argv) {
           correct += std::max_element(b, b + static_cast<std::ptrdiff_t>(classes)) - b == static_cast<std::ptrdiff_t>(labels[i]);
         }
       }
-      if(trainStep && std::isfinite(l)) {
+      if(trainStep && std::isfinite(l)) {  // the update is the caller's (after accumulation)
         graph->backward(loss);
-        opt->update(*graph);
         applyStateUpdates(last);
       }
       return std::make_pair(l, correct);
@@ -401,26 +406,36 @@ int main(int argc, char** argv) {
       if(!o.noShuffle) std::shuffle(perm.begin(), perm.end(), order);
       auto t0 = std::chrono::steady_clock::now();
       int64_t startSeen = epochSeen;
-      for(int64_t b = resumedEpoch ? static_cast<int64_t>(state.sampleOffset) : 0; b < train.n; b += o.batch) {
-        std::vector<int64_t> idx(perm.begin() + b, perm.begin() + std::min(train.n, b + o.batch));
+      GradAccumulator acc;
+      for(int64_t s0 = resumedEpoch ? static_cast<int64_t>(state.sampleOffset) : 0; s0 < train.n; s0 += stepSamples) {
+        const int64_t s1 = std::min(train.n, s0 + stepSamples);
         double lr = schedule.lr(step);
         opt->setLearningRate(lr);
-        double l = runBatch(train, idx, true).first;
-        if(!std::isfinite(l)) {
-          std::string kept = ckpt.empty() ? "" : savedStep ? str("; the last good checkpoint is ", ckpt, " (step ", savedStep, ")")
-                                                          : str("; no checkpoint was written yet");
-          throw Error(str("the loss is ", l, " at step ", step + 1, " (epoch ", epoch, "); stopped before updating",
-                          kept));
+        double l = 0;
+        for(int64_t b = s0; b < s1; b += o.batch) {  // the step's micro-batches
+          std::vector<int64_t> idx(perm.begin() + b, perm.begin() + std::min(s1, b + o.batch));
+          double lb = runBatch(train, idx, true).first;
+          if(!std::isfinite(lb)) {
+            std::string kept = ckpt.empty() ? "" : savedStep ? str("; the last good checkpoint is ", ckpt, " (step ", savedStep, ")")
+                                                            : str("; no checkpoint was written yet");
+            throw Error(str("the loss is ", lb, " at step ", step + 1, " (epoch ", epoch, "); stopped before updating",
+                            kept));
+          }
+          double share = double(idx.size()) / double(s1 - s0);
+          if(o.accumulate > 1) acc.add(*graph, share);
+          l += lb * share;
         }
+        if(o.accumulate > 1) acc.apply(*graph);
+        opt->update(*graph);
         ++step;
         if(stepLog.is_open()) stepLog << step << " " << epoch << " " << l << " " << lr << "\n" << std::flush;
-        epochSum += l * static_cast<double>(idx.size());
-        epochSeen += static_cast<int64_t>(idx.size());
-        if(!ckpt.empty() && step % static_cast<uint64_t>(o.checkpointEvery) == 0 && b + o.batch < train.n)
-          save(static_cast<uint64_t>(epoch), static_cast<uint64_t>(b + o.batch));
+        epochSum += l * static_cast<double>(s1 - s0);
+        epochSeen += s1 - s0;
+        if(!ckpt.empty() && step % static_cast<uint64_t>(o.checkpointEvery) == 0 && s1 < train.n)
+          save(static_cast<uint64_t>(epoch), static_cast<uint64_t>(s1));
         if(tty) {
           double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          int64_t done = std::min(train.n, b + o.batch);
+          int64_t done = s1;
           int filled = static_cast<int>(24 * done / train.n);
           std::cout << "\repoch " << epoch << "/" << o.epochs << " [" << std::string(static_cast<size_t>(filled), '=')
                     << std::string(static_cast<size_t>(24 - filled), ' ') << "] " << done << "/" << train.n << " loss "

@@ -85,6 +85,23 @@ np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 y = np.load('$DATA/bars_valid.npz')['y']
 assert (got.argmax(1) == y).mean() >= 0.95"
 
+# ---- Gradient accumulation: 4 micro-batches of 4 make the step of one batch of 16.
+for run in "16 1" "4 4"; do
+  set -- $run
+  "$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target yoh --output probs --loss mse \
+    --optimizer sgd --lr 0.1 --epochs 2 --batch-size $1 --accumulate $2 --no-shuffle --step-log "$T/steps_$1x$2" \
+    -o "$T/acc_$1x$2.onnx" > /dev/null 2>&1
+done
+check "--accumulate 4 x batch 4 gives the loss curve and params of batch 16" python3 -c "
+import numpy as np, onnx
+from onnx import numpy_helper
+a, b = (np.loadtxt('$T/steps_' + r) for r in ('16x1', '4x4'))
+assert a.shape == b.shape == (8, 4), (a.shape, b.shape)
+np.testing.assert_allclose(b[:, 2], a[:, 2], rtol=1e-5)
+pa, pb = ({i.name: numpy_helper.to_array(i) for i in onnx.load('$T/acc_' + r + '.onnx').graph.initializer} for r in ('16x1', '4x4'))
+for k in pa: np.testing.assert_allclose(pb[k], pa[k], rtol=1e-5, atol=1e-6, err_msg=k)
+assert a[-1, 2] < a[0, 2]"
+
 # ---- On a terminal: a progress bar with the loss and throughput (script(1) gives it a pty).
 script -qec "'$BIN/onnx-train' '$CNN/model.onnx' --data '$DATA/bars_train.npz' --input x=x --target y --output logits \
   --loss ce --epochs 1 --batch-size 32 -o '$T/tty.onnx'" /dev/null > "$T/tty" 2>&1
