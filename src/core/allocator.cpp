@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include <onyx/backend/cuda/device.h>
 #include <onyx/core/error.h>
 #include <onyx/core/logging.h>
 
@@ -21,14 +22,16 @@ DeviceId parseDevice(const std::string& s) {
 }
 
 void* deviceMalloc(DeviceId d, size_t bytes) {
-  ONYX_CHECK(d.type == DeviceType::cpu, "device ", d.toString(),
-             " is not available: this build of Onyx has no GPU backend (use cpu)");
+  if(d.type == DeviceType::gpu) return cuda::malloc(d.no, bytes);
   void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   ONYX_CHECK(p, "out of memory allocating ", bytes, " bytes on ", d.toString());
   return p;
 }
 
-void deviceFree(DeviceId, void* p) { std::free(p); }
+void deviceFree(DeviceId d, void* p) {
+  if(d.type == DeviceType::gpu) return cuda::free(d.no, p);
+  std::free(p);
+}
 
 Allocator::Allocator(DeviceId device, size_t alignment) : device_(device), align_(alignment) {}
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include <onyx/backend/cuda/device.h>
 #include <onyx/core/dispatch.h>
 
 namespace onyx {
@@ -45,6 +46,7 @@ std::vector<std::string>& TensorBase::strings() {
 
 double TensorBase::getAsDouble(int64_t i) const {
   ONYX_ASSERT(i >= 0 && i < size(), "index ", i, " out of range for ", shape_);
+  ONYX_ASSERT(onHost(), "element access on a tensor in ", device_.toString(), ": use get(vector) or hostCopy()");
   double r = 0;
   dispatchAll(type_, "get", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -55,6 +57,7 @@ double TensorBase::getAsDouble(int64_t i) const {
 
 void TensorBase::setFromDouble(int64_t i, double v) {
   ONYX_ASSERT(i >= 0 && i < size(), "index ", i, " out of range for ", shape_);
+  ONYX_ASSERT(onHost(), "element access on a tensor in ", device_.toString(), ": use set(vector) or copyFrom()");
   dispatchAll(type_, "set", [&](auto tag) {
     using T = typename decltype(tag)::type;
     static_cast<T*>(data_)[i] = castFromDouble<T>(v);
@@ -62,6 +65,11 @@ void TensorBase::setFromDouble(int64_t i, double v) {
 }
 
 void TensorBase::set(double v) {
+  if(!onHost()) {
+    Tensor h = create(shape_, type_);
+    h->set(v);
+    return copyFrom(*h);
+  }
   dispatchAll(type_, "set", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T x = castFromDouble<T>(v);
@@ -92,8 +100,23 @@ Tensor TensorBase::reshaped(const Shape& shape) {
   return t;
 }
 
+Tensor TensorBase::hostCopy() const {
+  Tensor h = create(shape_, type_);
+  h->copyFrom(*this);
+  return h;
+}
+
 void TensorBase::copyFrom(const TensorBase& src) {
   ONYX_CHECK(src.size() == size(), "copy from shape ", src.shape_, " into shape ", shape_, ": sizes differ");
+  if(!onHost() || !src.onHost()) {
+    ONYX_CHECK(type_ != Type::string && src.type_ != Type::string, "string tensors live on the host only");
+    if(src.type_ == type_) return cuda::copy(data_, device_, src.data_, src.device_, bytes());
+    // Conversion on the host.
+    Tensor from = src.onHost() ? nullptr : src.hostCopy();
+    Tensor to = create(shape_, type_);
+    to->copyFrom(from ? *from : src);
+    return copyFrom(*to);
+  }
   if(src.type_ == type_) {
     if(type_ == Type::string) strings_ = src.strings_;
     else std::memcpy(data_, src.data_, bytes());

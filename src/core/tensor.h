@@ -54,7 +54,12 @@ public:
     return static_cast<const T*>(data_);
   }
 
-  // Copies out, converting from the tensor's element type to T.
+  bool onHost() const { return device_.type == DeviceType::cpu; }
+  // A copy of this tensor in host memory.
+  Tensor hostCopy() const;
+
+  // Copies out, converting from the tensor's element type to T (through the
+  // host for device tensors).
   template <class T>
   void get(std::vector<T>& out) const;
   template <class T>
@@ -73,7 +78,7 @@ public:
     ONYX_CHECK(size() >= 1, "scalar() on an empty tensor of shape ", shape_);
     return get<T>(0);
   }
-  // Element i (flat, row-major), converted.
+  // Element i (flat, row-major), converted: host tensors only.
   template <class T>
   T get(int64_t i) const { return static_cast<T>(getAsDouble(i)); }
   double getAsDouble(int64_t i) const;
@@ -111,6 +116,7 @@ private:
 
 template <class T>
 void TensorBase::get(std::vector<T>& out) const {
+  if(!onHost()) return hostCopy()->get(out);
   int64_t n = size();
   out.resize(static_cast<size_t>(n));
   if(TypeOf<T>::value == type_) {
@@ -124,6 +130,12 @@ template <class T>
 void TensorBase::set(const std::vector<T>& in) {
   ONYX_CHECK(static_cast<int64_t>(in.size()) == size(), "cannot set a tensor of shape ", shape_, " (", size(),
              " elements) from a vector of ", in.size(), " elements");
+  if(!onHost()) {
+    Tensor h = create(shape_, type_);
+    h->set(in);
+    copyFrom(*h);
+    return;
+  }
   if(TypeOf<T>::value == type_) {
     std::memcpy(data_, in.data(), in.size() * sizeof(T));
     return;

@@ -1,5 +1,7 @@
 #include <onyx/graph/expression_graph.h>
 
+#include <onyx/backend/cuda/device.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -99,8 +101,10 @@ ExpressionGraph::~ExpressionGraph() {
 }
 
 void ExpressionGraph::setDevice(DeviceId device) {
-  ONYX_CHECK(device.type == DeviceType::cpu, "setDevice(", device.toString(),
-             "): this build of Onyx has no GPU backend; use {0, DeviceType::cpu}");
+  if(device.type == DeviceType::gpu) {
+    std::string why = cuda::unavailable(device.no);
+    ONYX_CHECK(why.empty(), "setDevice(", device.toString(), "): ", why);
+  }
   if(device == device_) return;
   ONYX_CHECK(count_ == 0 && params_->size() == 0, "setDevice() must be called before building the graph");
   device_ = device;
@@ -158,12 +162,20 @@ void ExpressionGraph::clear() {
 
 // ---- leaves
 
+// Initializers write host memory: device tensors are filled through a host copy.
+void ExpressionGraph::runInit(const NodeInitializer& init, TensorBase& dst) {
+  if(dst.onHost()) return init(dst, rng_);
+  Tensor h = TensorBase::create(dst.shape(), dst.type());
+  init(*h, rng_);
+  dst.copyFrom(*h);
+}
+
 Expr ExpressionGraph::constant(const Shape& shape, const NodeInitializer& init, Type type) {
   Node* n = newNode(NodeKind::Constant);
   n->shape_ = shape;
   n->type_ = type == Type::undefined ? defaultType_ : type;
   n->val_ = TensorBase::create(shape, n->type_, workspace_);
-  if(init) init(*n->val_, rng_);
+  if(init) runInit(init, *n->val_);
   return Expr(n);
 }
 
@@ -225,7 +237,7 @@ Expr ExpressionGraph::param(const std::string& name, const Shape& shape, const N
     p->val_->copyFrom(*pending->second);
     pendingLoaded_.erase(pending);
   } else if(init) {
-    init(*p->val_, rng_);
+    runInit(init, *p->val_);
   } else {
     p->val_->set(0.0);
   }

@@ -127,6 +127,7 @@ public:
   Ptr<Allocator> workspace() const { return workspace_; }
 
 private:
+  void runInit(const NodeInitializer& init, TensorBase& dst);
   Node* newNode(NodeKind kind);
   Expr finish(Node* n);
   Expr makeImpl(const OpDef& op, const Expr* inputs, size_t n);

@@ -1,0 +1,85 @@
+// The CUDA backend's device layer (see device.h). The runtime is linked
+// statically: a binary built with the backend still starts on a machine
+// without the NVIDIA driver, and says so when a GPU is asked for.
+#include <onyx/backend/cuda/device.h>
+
+#include <cuda_runtime.h>
+
+#include <onyx/core/error.h>
+
+namespace onyx {
+namespace cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* call, size_t no) {
+  if(e == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky error so the next call can report its own
+  fail("gpu", no, ": ", call, " failed: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")");
+}
+
+void use(size_t no) {
+  std::string why = unavailable(no);
+  ONYX_CHECK(why.empty(), "gpu", no, ": ", why);
+  check(cudaSetDevice(static_cast<int>(no)), "cudaSetDevice", no);
+}
+
+}  // namespace
+
+bool compiled() { return true; }
+
+int deviceCount() {
+  int n = 0;
+  if(cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::string unavailable(size_t no) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if(e != cudaSuccess) {
+    cudaGetLastError();
+    return str("no usable CUDA device: ", cudaGetErrorString(e));
+  }
+  if(static_cast<int>(no) >= n) return str("no such CUDA device (this machine has ", n, ")");
+  return "";
+}
+
+void* malloc(size_t no, size_t bytes) {
+  use(no);
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if(e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    size_t freeBytes = 0, total = 0;
+    cudaMemGetInfo(&freeBytes, &total);
+    fail("gpu", no, ": out of memory allocating ", bytes, " bytes (", freeBytes, " of ", total, " bytes free)");
+  }
+  check(e, "cudaMalloc", no);
+  return p;
+}
+
+void free(size_t no, void* p) {
+  if(!p) return;
+  cudaSetDevice(static_cast<int>(no));
+  cudaFree(p);  // errors here (a context torn down at exit) have no one to report to
+}
+
+void copy(void* dst, DeviceId dstDevice, const void* src, DeviceId srcDevice, size_t bytes) {
+  if(bytes == 0) return;
+  size_t no = srcDevice.type == DeviceType::gpu ? srcDevice.no : dstDevice.no;
+  use(no);
+  // Unified addressing: the runtime tells host from device pointers.
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy", no);
+}
+
+void synchronize(size_t no) {
+  use(no);
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", no);
+}
+
+}  // namespace cuda
+}  // namespace onyx

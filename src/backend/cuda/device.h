@@ -1,0 +1,30 @@
+// The CUDA backend's device layer: device discovery, memory and copies. The
+// interface has no CUDA types, so everything above it compiles without the
+// toolkit; a build without the backend (ONYX_CUDA=OFF) links the stubs in
+// no_cuda.cpp, which report that in every message.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include <onyx/core/device.h>
+
+namespace onyx {
+namespace cuda {
+
+// Whether this build has the CUDA backend.
+bool compiled();
+// How many CUDA devices this process can use (0 without a driver).
+int deviceCount();
+// "" when gpu<no> can be used; otherwise why not, in one line: no backend in
+// this build, no driver (or one too old for the runtime), no such device.
+std::string unavailable(size_t no);
+// Device memory on gpu<no>. malloc throws onyx::Error naming the device and
+// the size when the device is out of memory.
+void* malloc(size_t no, size_t bytes);
+void free(size_t no, void* p);
+// Copies `bytes` between any two of host and device memory; synchronous.
+void copy(void* dst, DeviceId dstDevice, const void* src, DeviceId srcDevice, size_t bytes);
+void synchronize(size_t no);
+
+}  // namespace cuda
+}  // namespace onyx
