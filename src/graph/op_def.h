@@ -23,6 +23,12 @@ using InferFn = std::function<void(InferCtx&)>;
 using KernelFn = std::function<void(KernelCtx&)>;
 using BackwardFn = std::function<void(GradCtx&)>;
 
+// A kernel per device, from one definition (see ops/kernel_helpers.h): the
+// GPU one is empty where the family file is not compiled by nvcc.
+struct Kernels {
+  KernelFn cpu, gpu;
+};
+
 struct OnnxMapping {
   std::string opType;
   std::string domain;  // "" is the default ONNX domain
@@ -55,6 +61,11 @@ struct OpDef {
   OpDef& infer(InferFn f) { inferFn = std::move(f); return *this; }
   OpDef& cpu(KernelFn f) { kernels[0] = std::move(f); return *this; }
   OpDef& gpu(KernelFn f) { kernels[1] = std::move(f); return *this; }
+  OpDef& kernel(Kernels k) {
+    kernels[0] = std::move(k.cpu);
+    if(k.gpu) kernels[1] = std::move(k.gpu);
+    return *this;
+  }
   OpDef& backward(BackwardFn f) { backwardFn = std::move(f); return *this; }
   OpDef& notDifferentiable(std::string why) { notDifferentiableWhy = std::move(why); return *this; }
   OpDef& onnx(std::string opType, int since, int until = 1 << 30) {

@@ -54,7 +54,7 @@ void inferNumericBroadcast(InferCtx& c) {
 // (and wraps for the lowest value / -1) instead of trapping.
 struct SafeDiv {
   template <class T>
-  T operator()(T, T u, T w) const {
+  ONYX_HD T operator()(T, T u, T w) const {
     if constexpr(std::is_integral<T>::value) {
       if(w == T(0)) return T(0);
       if constexpr(std::is_signed<T>::value) {
@@ -423,7 +423,7 @@ ONYX_OP(kAdd, "add")
     .doc("y = a + b (broadcasting)")
     .inputs(2)
     .infer(infer::broadcast)
-    .cpu(ops::binaryNumeric(_2 + _3))
+    .kernel(ops::binaryNumeric(_2 + _3))
     .backward([](GradCtx& g) {
       g.add(0, g.dy);
       g.add(1, g.dy);
@@ -442,7 +442,7 @@ ONYX_OP(kSub, "sub")
     .doc("y = a - b (broadcasting)")
     .inputs(2)
     .infer(infer::broadcast)
-    .cpu(ops::binaryNumeric(_2 - _3))
+    .kernel(ops::binaryNumeric(_2 - _3))
     .backward([](GradCtx& g) {
       g.add(0, g.dy);
       if(g.needs(1)) g.add(1, -g.dy);
@@ -455,7 +455,7 @@ ONYX_OP(kMul, "mul")
     .doc("y = a * b (broadcasting)")
     .inputs(2)
     .infer(infer::broadcast)
-    .cpu(ops::binaryNumeric(_2 * _3))
+    .kernel(ops::binaryNumeric(_2 * _3))
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, g.dy * g.x(1));
       if(g.needs(1)) g.add(1, g.dy * g.x(0));
@@ -474,7 +474,7 @@ ONYX_OP(kDiv, "div")
     .doc("y = a / b (broadcasting; integer division truncates)")
     .inputs(2)
     .infer(infer::broadcast)
-    .cpu(ops::binaryNumeric(SafeDiv{}))
+    .kernel(ops::binaryNumeric(SafeDiv{}))
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, g.dy / g.x(1));
       if(g.needs(1)) g.add(1, -(g.dy * g.y()) / g.x(1));
@@ -487,7 +487,7 @@ ONYX_OP(kNeg, "neg")
     .doc("y = -x")
     .inputs(1)
     .infer(infer::sameAsInput0)
-    .cpu(ops::unaryNumeric(-_2))
+    .kernel(ops::unaryNumeric(-_2))
     .backward([](GradCtx& g) { g.add(0, -g.dy); })
     .onnx("Neg", 6)
     .exporter(typedExport("Neg", floats(13)));
@@ -516,7 +516,7 @@ ONYX_OP(kPow, "pow")
     .doc("y = a^b (broadcasting)")
     .inputs(2)
     .infer(inferNumericBroadcast)
-    .cpu(ops::binaryNumeric(pow(_2, _3)))
+    .kernel(ops::binaryNumeric(pow(_2, _3)))
     .backward([](GradCtx& g) {
       Expr a = g.x(0), b = g.x(1);
       if(g.needs(0)) g.add(0, g.dy * b * pow(a, b - 1.0));
@@ -541,7 +541,7 @@ ONYX_OP(kMinimum, "minimum")
     .doc("y = min(a, b) (broadcasting; at ties the gradient goes to a)")
     .inputs(2)
     .infer(inferNumericBroadcast)
-    .cpu(ops::binaryNumeric(minimum(_2, _3)))
+    .kernel(ops::binaryNumeric(minimum(_2, _3)))
     .backward([](GradCtx& g) {
       Expr first = le(g.x(0), g.x(1));
       if(g.needs(0)) g.add(0, maskGrad(first, g.dy, true));
@@ -557,7 +557,7 @@ ONYX_OP(kMaximum, "maximum")
     .doc("y = max(a, b) (broadcasting; at ties the gradient goes to a)")
     .inputs(2)
     .infer(inferNumericBroadcast)
-    .cpu(ops::binaryNumeric(maximum(_2, _3)))
+    .kernel(ops::binaryNumeric(maximum(_2, _3)))
     .backward([](GradCtx& g) {
       Expr first = ge(g.x(0), g.x(1));
       if(g.needs(0)) g.add(0, maskGrad(first, g.dy, true));
@@ -584,7 +584,7 @@ ONYX_OP(kAbs, "abs")
     .doc("y = |x|")
     .inputs(1)
     .infer(infer::sameAsInput0)
-    .cpu(ops::unaryNumeric(abs(_2)))
+    .kernel(ops::unaryNumeric(abs(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * sign(g.x(0))); })
     .onnx("Abs", 6)
     .exporter(typedExport("Abs", floats(13)));
@@ -594,7 +594,7 @@ ONYX_OP(kSign, "sign")
     .doc("y = sign(x) in {-1, 0, 1}")
     .inputs(1)
     .infer(infer::sameAsInput0)
-    .cpu(ops::unaryNumeric(sign(_2)))
+    .kernel(ops::unaryNumeric(sign(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Sign", 9)
     .exporter(typedExport("Sign", floats(13)));
@@ -604,7 +604,7 @@ ONYX_OP(kSin, "sin")
     .doc("y = sin(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(sin(_2)))
+    .kernel(ops::unaryFloat(sin(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * cos(g.x(0))); })
     .onnx("Sin", 7)
     .exporter(typedExport("Sin", floats(22)));
@@ -614,7 +614,7 @@ ONYX_OP(kCos, "cos")
     .doc("y = cos(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(cos(_2)))
+    .kernel(ops::unaryFloat(cos(_2)))
     .backward([](GradCtx& g) { g.add(0, -(g.dy * sin(g.x(0)))); })
     .onnx("Cos", 7)
     .exporter(typedExport("Cos", floats(22)));
@@ -629,7 +629,7 @@ ONYX_OP(kTan, "tan")
     .doc("y = tan(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(tan(_2)))
+    .kernel(ops::unaryFloat(tan(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 + g.y() * g.y())); })
     .onnx("Tan", 7)
     .exporter(typedExport("Tan", floats(22)));
@@ -639,7 +639,7 @@ ONYX_OP(kExp, "exp")
     .doc("y = e^x")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(exp(_2)))
+    .kernel(ops::unaryFloat(exp(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * g.y()); })
     .onnx("Exp", 6)
     .exporter(typedExport("Exp", floats(13)));
@@ -649,7 +649,7 @@ ONYX_OP(kLog, "log")
     .doc("y = ln(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(log(_2)))
+    .kernel(ops::unaryFloat(log(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy / g.x(0)); })
     .onnx("Log", 6)
     .exporter(typedExport("Log", floats(13)));
@@ -659,7 +659,7 @@ ONYX_OP(kSqrt, "sqrt")
     .doc("y = sqrt(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(sqrt(_2)))
+    .kernel(ops::unaryFloat(sqrt(_2)))
     .backward([](GradCtx& g) { g.add(0, (g.dy * 0.5) / g.y()); })
     .onnx("Sqrt", 6)
     .exporter(typedExport("Sqrt", floats(13)));
@@ -669,7 +669,7 @@ ONYX_OP(kReciprocal, "reciprocal")
     .doc("y = 1 / x")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(reciprocal(_2)))
+    .kernel(ops::unaryFloat(reciprocal(_2)))
     .backward([](GradCtx& g) { g.add(0, -(g.dy * g.y() * g.y())); })
     .onnx("Reciprocal", 6)
     .exporter(typedExport("Reciprocal", floats(13)));
@@ -679,7 +679,7 @@ ONYX_OP(kErf, "erf")
     .doc("y = erf(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(erf(_2)))
+    .kernel(ops::unaryFloat(erf(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy * (exp(-(x * x)) * kTwoOverSqrtPi));
@@ -701,7 +701,7 @@ ONYX_OP(kTanh, "tanh")
     .doc("y = tanh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(tanh(_2)))
+    .kernel(ops::unaryFloat(tanh(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 - g.y() * g.y())); })
     .onnx("Tanh", 6)
     .exporter(typedExport("Tanh", floats(13)));
@@ -711,7 +711,7 @@ ONYX_OP(kSigmoid, "sigmoid")
     .doc("y = 1 / (1 + e^-x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(sigmoid(_2)))
+    .kernel(ops::unaryFloat(sigmoid(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * g.y() * (1.0 - g.y())); })
     .onnx("Sigmoid", 6)
     .exporter(typedExport("Sigmoid", floats(13)));
@@ -721,7 +721,7 @@ ONYX_OP(kRelu, "relu")
     .doc("y = max(x, 0)")
     .inputs(1)
     .infer(inferNumericUnary)
-    .cpu(ops::unaryNumeric(relu(_2)))
+    .kernel(ops::unaryNumeric(relu(_2)))
     .backward([](GradCtx& g) { g.add(0, maskGrad(gt(g.x(0), 0.0), g.dy, true)); })
     .onnx("Relu", 6)
     .exporter(typedExport("Relu", ints(13, 14, 14, IntBridge::viaFloat64)));
@@ -814,7 +814,7 @@ ONYX_OP(kSwish, "swish")
     .doc("y = x * sigmoid(x) (SiLU)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(_2 * sigmoid(_2)))
+    .kernel(ops::unaryFloat(_2 * sigmoid(_2)))
     .backward([](GradCtx& g) {
       // dy/dx = s + x s (1 - s) = s + y (1 - s), s = sigmoid(x).
       Expr s = sigmoid(g.x(0));
@@ -833,7 +833,7 @@ ONYX_OP(kSoftplus, "softplus")
     .doc("y = ln(1 + e^x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(softplus(_2)))
+    .kernel(ops::unaryFloat(softplus(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * sigmoid(g.x(0))); })
     .onnx("Softplus", 1)
     .exporter(typedExport("Softplus", floats(22)));
@@ -997,7 +997,7 @@ ONYX_OP(kLt, "lt")
     .doc("y = a < b (broadcasting, bool)")
     .inputs(2)
     .infer(infer::broadcastToBool)
-    .cpu(ops::compare(lt(_2, _3)))
+    .kernel(ops::compare(lt(_2, _3)))
     .notDifferentiable("boolean output")
     .onnx("Less", 7)
     .exporter(typedExport("Less", ints(13, 9, 9, IntBridge::viaFloat64)));
@@ -1007,7 +1007,7 @@ ONYX_OP(kLe, "le")
     .doc("y = a <= b (broadcasting, bool)")
     .inputs(2)
     .infer(infer::broadcastToBool)
-    .cpu(ops::compare(le(_2, _3)))
+    .kernel(ops::compare(le(_2, _3)))
     .notDifferentiable("boolean output")
     .onnx("LessOrEqual", 12)
     .exporter(typedExport("LessOrEqual", ints(16, 12, 12, IntBridge::viaFloat64)));
@@ -1017,7 +1017,7 @@ ONYX_OP(kGt, "gt")
     .doc("y = a > b (broadcasting, bool)")
     .inputs(2)
     .infer(infer::broadcastToBool)
-    .cpu(ops::compare(gt(_2, _3)))
+    .kernel(ops::compare(gt(_2, _3)))
     .notDifferentiable("boolean output")
     .onnx("Greater", 7)
     .exporter(typedExport("Greater", ints(13, 9, 9, IntBridge::viaFloat64)));
@@ -1027,7 +1027,7 @@ ONYX_OP(kGe, "ge")
     .doc("y = a >= b (broadcasting, bool)")
     .inputs(2)
     .infer(infer::broadcastToBool)
-    .cpu(ops::compare(ge(_2, _3)))
+    .kernel(ops::compare(ge(_2, _3)))
     .notDifferentiable("boolean output")
     .onnx("GreaterOrEqual", 12)
     .exporter(typedExport("GreaterOrEqual", ints(16, 12, 12, IntBridge::viaFloat64)));
@@ -1037,7 +1037,7 @@ ONYX_OP(kEq, "eq")
     .doc("y = a == b (broadcasting, bool)")
     .inputs(2)
     .infer(infer::broadcastToBool)
-    .cpu(ops::compare(eq(_2, _3)))
+    .kernel(ops::compare(eq(_2, _3)))
     .notDifferentiable("boolean output")
     // Equal takes float inputs from opset 11 (ints and bool before), strings from 19.
     .onnx("Equal", 7)
@@ -1056,7 +1056,7 @@ ONYX_OP(kNe, "ne")
     .doc("y = a != b (broadcasting, bool)")
     .inputs(2)
     .infer(infer::broadcastToBool)
-    .cpu(ops::compare(ne(_2, _3)))
+    .kernel(ops::compare(ne(_2, _3)))
     .notDifferentiable("boolean output")
     .noOnnx("composite: Not(Equal(a, b))")
     .onnxExport(7, [](OnnxExportCtx& c) {

@@ -186,7 +186,7 @@ ONYX_OP(kAcos, "acos")
     .doc("y = acos(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::acos(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::acos(v))))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, -(g.dy / sqrt(1.0 - x * x)));
@@ -199,7 +199,7 @@ ONYX_OP(kAsin, "asin")
     .doc("y = asin(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::asin(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::asin(v))))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(1.0 - x * x));
@@ -212,7 +212,7 @@ ONYX_OP(kAtan, "atan")
     .doc("y = atan(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::atan(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::atan(v))))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 + x * x));
@@ -225,7 +225,7 @@ ONYX_OP(kSinh, "sinh")
     .doc("y = sinh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::sinh(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::sinh(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * cosh(g.x(0))); })
     .onnx("Sinh", 9)
     .exporter(floatExport("Sinh", 22));
@@ -235,7 +235,7 @@ ONYX_OP(kCosh, "cosh")
     .doc("y = cosh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::cosh(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::cosh(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * sinh(g.x(0))); })
     .onnx("Cosh", 9)
     .exporter(floatExport("Cosh", 22));
@@ -245,7 +245,7 @@ ONYX_OP(kAsinh, "asinh")
     .doc("y = asinh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::asinh(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::asinh(v))))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x + 1.0));
@@ -258,7 +258,7 @@ ONYX_OP(kAcosh, "acosh")
     .doc("y = acosh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::acosh(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::acosh(v))))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x - 1.0));
@@ -271,7 +271,7 @@ ONYX_OP(kAtanh, "atanh")
     .doc("y = atanh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::atanh(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::atanh(v))))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 - x * x));
@@ -295,7 +295,7 @@ ONYX_OP(kFloor, "floor")
     .doc("y = floor(x) (gradient 0)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::floor(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::floor(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Floor", 6)
     .exporter(floatExport("Floor", 13));
@@ -305,7 +305,7 @@ ONYX_OP(kCeil, "ceil")
     .doc("y = ceil(x) (gradient 0)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(std::ceil(v))))
+    .kernel(ops::unaryFloat(EW_FN(std::ceil(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Ceil", 6)
     .exporter(floatExport("Ceil", 13));
@@ -315,7 +315,7 @@ ONYX_OP(kRound, "round")
     .doc("y = x rounded to the nearest integer, halfway cases to even (gradient 0)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(roundHalfEven(v))))
+    .kernel(ops::unaryFloat(EW_FN(roundHalfEven(v))))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Round", 11)
     .exporter(floatExport("Round", 22));
@@ -373,7 +373,7 @@ ONYX_OP(kSoftsign, "softsign")
     .doc("y = x / (1 + |x|)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(v / (T(1) + std::fabs(v)))))
+    .kernel(ops::unaryFloat(EW_FN(v / (T(1) + std::fabs(v)))))
     .backward([](GradCtx& g) {
       Expr d = 1.0 + abs(g.x(0));
       g.add(0, g.dy / (d * d));
@@ -405,7 +405,7 @@ ONYX_OP(kHardSwish, "hard_swish")
     .doc("y = x * max(0, min(1, x/6 + 1/2))")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(v * std::fmax(T(0), std::fmin(T(1), v * T(1.0 / 6.0) + T(0.5))))))
+    .kernel(ops::unaryFloat(EW_FN(v * std::fmax(T(0), std::fmin(T(1), v * T(1.0 / 6.0) + T(0.5))))))
     .backward([](GradCtx& g) {
       // 0 for x < -3, x/3 + 1/2 in between, 1 for x > 3.
       Expr x = g.x(0);
@@ -420,7 +420,7 @@ ONYX_OP(kMish, "mish")
     .doc("y = x * tanh(softplus(x))")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .cpu(ops::unaryFloat(EW_FN(v * std::tanh(functional::softplusOf(v)))))
+    .kernel(ops::unaryFloat(EW_FN(v * std::tanh(functional::softplusOf(v)))))
     .backward([](GradCtx& g) {
       // dy/dx = t + x (1 - t^2) sigmoid(x), t = tanh(softplus(x)).
       Expr x = g.x(0);
@@ -475,7 +475,7 @@ ONYX_OP(kPrelu, "prelu")
       c.check(c.shape == c.shapeOf(0), "slope of shape ", c.shapeOf(1), " does not broadcast to x's shape ",
               c.shapeOf(0));
     })
-    .cpu(ops::binaryNumeric([](auto, auto x, auto s) {
+    .kernel(ops::binaryNumeric([](auto, auto x, auto s) {
       using T = decltype(x);
       return x < T(0) ? static_cast<T>(x * s) : x;
     }))

@@ -100,10 +100,22 @@ template <class T> ONYX_HD T sigmoidOf(T v) {
 template <class T> ONYX_HD T softplusOf(T v) {
   return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
 }
-template <class T> ONYX_HD T signOf(T v) { return static_cast<T>((T(0) < v) - (v < T(0))); }
+template <class T> ONYX_HD T absOf(T v) {
+  if constexpr(std::is_unsigned<T>::value) return v;
+  else return v < T(0) ? T(-v) : v;
+}
+// NaN stays NaN, as in PyTorch and numpy.
+template <class T> ONYX_HD T reluOf(T v) {
+  if constexpr(std::is_unsigned<T>::value) return v;
+  else return v < T(0) ? T(0) : v;
+}
+template <class T> ONYX_HD T signOf(T v) {
+  if constexpr(std::is_unsigned<T>::value) return static_cast<T>(v > T(0));
+  else return static_cast<T>((T(0) < v) - (v < T(0)));
+}
 
 ONYX_UNARY(neg, -v)
-ONYX_UNARY(abs, v < T(0) ? T(-v) : v)
+ONYX_UNARY(abs, absOf(v))
 ONYX_UNARY(sign, signOf(v))
 ONYX_UNARY(exp, std::exp(v))
 ONYX_UNARY(expm1, std::expm1(v))
@@ -117,7 +129,7 @@ ONYX_UNARY(tanh, std::tanh(v))
 ONYX_UNARY(erf, std::erf(v))
 ONYX_UNARY(sigmoid, sigmoidOf(v))
 ONYX_UNARY(softplus, softplusOf(v))
-ONYX_UNARY(relu, v < T(0) ? T(0) : v)  // NaN stays NaN, as in PyTorch and numpy
+ONYX_UNARY(relu, reluOf(v))
 ONYX_UNARY(floor, std::floor(v))
 ONYX_UNARY(ceil, std::ceil(v))
 ONYX_UNARY(logicalNot, !v)
