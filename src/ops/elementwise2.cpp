@@ -19,20 +19,13 @@
 
 namespace onyx {
 
+using namespace functional;
 using ops::scalarLike;
 
 namespace {
 
-// An element-wise kernel body: EW_FN(expression in v) with v the input value
-// in its compute type (float for float16/bfloat16), T its type.
-#define EW_FN(EXPR)                \
-  [](auto, auto v) {               \
-    using T = decltype(v);         \
-    (void)sizeof(T);               \
-    return static_cast<T>(EXPR);   \
-  }
-
-// Like EW_FN, capturing attribute values by copy.
+// An element-wise kernel body capturing attribute values by copy (CPU only:
+// nvcc cannot run generic lambdas on the device).
 #define EW_FN_BY_VALUE(...)              \
   [=](auto, auto v) {                    \
     using T = decltype(v);               \
@@ -88,17 +81,6 @@ Expr maskGrad(Expr mask, Expr dy, bool whereTrue) {
   return whereTrue ? where(mask, dy, zero) : where(mask, zero, dy);
 }
 
-template <class T>
-T roundHalfEven(T v) {
-  // nearbyint rounds halfway cases to even in the default rounding mode;
-  // spelled out so the result does not depend on the mode.
-  T f = std::floor(v);
-  T d = v - f;
-  if(d > T(0.5)) return f + T(1);
-  if(d < T(0.5)) return f;
-  return std::fmod(f, T(2)) == T(0) ? f : f + T(1);
-}
-
 // a mod b: with fmod the sign of a (C's %, fmod), without it the sign of b
 // (Python's %). Integer b = 0 gives 0 instead of trapping.
 template <class T>
@@ -127,10 +109,10 @@ template <class T>
 T shiftOf(T a, T b, bool left) {
   constexpr int bits = static_cast<int>(sizeof(T) * 8);
   using U = std::make_unsigned_t<T>;
-  bool inRange = !(b < T(0)) && static_cast<uint64_t>(b) < static_cast<uint64_t>(bits);
+  bool inRange = !isNegative(b) && static_cast<uint64_t>(b) < static_cast<uint64_t>(bits);
   if(left) return inRange ? static_cast<T>(static_cast<U>(static_cast<U>(a) << static_cast<int>(b))) : T(0);
   if(inRange) return static_cast<T>(a >> static_cast<int>(b));
-  return a < T(0) ? static_cast<T>(-1) : T(0);
+  return isNegative(a) ? static_cast<T>(-1) : T(0);
 }
 
 // ---- ONNX export (as in elementwise.cpp)
@@ -186,7 +168,7 @@ ONYX_OP(kAcos, "acos")
     .doc("y = acos(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::acos(v))))
+    .kernel(ops::unaryFloat(acos(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, -(g.dy / sqrt(1.0 - x * x)));
@@ -199,7 +181,7 @@ ONYX_OP(kAsin, "asin")
     .doc("y = asin(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::asin(v))))
+    .kernel(ops::unaryFloat(asin(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(1.0 - x * x));
@@ -212,7 +194,7 @@ ONYX_OP(kAtan, "atan")
     .doc("y = atan(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::atan(v))))
+    .kernel(ops::unaryFloat(atan(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 + x * x));
@@ -225,7 +207,7 @@ ONYX_OP(kSinh, "sinh")
     .doc("y = sinh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::sinh(v))))
+    .kernel(ops::unaryFloat(sinh(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * cosh(g.x(0))); })
     .onnx("Sinh", 9)
     .exporter(floatExport("Sinh", 22));
@@ -235,7 +217,7 @@ ONYX_OP(kCosh, "cosh")
     .doc("y = cosh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::cosh(v))))
+    .kernel(ops::unaryFloat(cosh(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * sinh(g.x(0))); })
     .onnx("Cosh", 9)
     .exporter(floatExport("Cosh", 22));
@@ -245,7 +227,7 @@ ONYX_OP(kAsinh, "asinh")
     .doc("y = asinh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::asinh(v))))
+    .kernel(ops::unaryFloat(asinh(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x + 1.0));
@@ -258,7 +240,7 @@ ONYX_OP(kAcosh, "acosh")
     .doc("y = acosh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::acosh(v))))
+    .kernel(ops::unaryFloat(acosh(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x - 1.0));
@@ -271,7 +253,7 @@ ONYX_OP(kAtanh, "atanh")
     .doc("y = atanh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::atanh(v))))
+    .kernel(ops::unaryFloat(atanh(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 - x * x));
@@ -295,7 +277,7 @@ ONYX_OP(kFloor, "floor")
     .doc("y = floor(x) (gradient 0)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::floor(v))))
+    .kernel(ops::unaryFloat(floor(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Floor", 6)
     .exporter(floatExport("Floor", 13));
@@ -305,7 +287,7 @@ ONYX_OP(kCeil, "ceil")
     .doc("y = ceil(x) (gradient 0)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(std::ceil(v))))
+    .kernel(ops::unaryFloat(ceil(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Ceil", 6)
     .exporter(floatExport("Ceil", 13));
@@ -315,7 +297,7 @@ ONYX_OP(kRound, "round")
     .doc("y = x rounded to the nearest integer, halfway cases to even (gradient 0)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(roundHalfEven(v))))
+    .kernel(ops::unaryFloat(roundEven(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * 0.0); })
     .onnx("Round", 11)
     .exporter(floatExport("Round", 22));
@@ -373,7 +355,7 @@ ONYX_OP(kSoftsign, "softsign")
     .doc("y = x / (1 + |x|)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(v / (T(1) + std::fabs(v)))))
+    .kernel(ops::unaryFloat(softsign(_2)))
     .backward([](GradCtx& g) {
       Expr d = 1.0 + abs(g.x(0));
       g.add(0, g.dy / (d * d));
@@ -405,7 +387,7 @@ ONYX_OP(kHardSwish, "hard_swish")
     .doc("y = x * max(0, min(1, x/6 + 1/2))")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(v * std::fmax(T(0), std::fmin(T(1), v * T(1.0 / 6.0) + T(0.5))))))
+    .kernel(ops::unaryFloat(hardSwish(_2)))
     .backward([](GradCtx& g) {
       // 0 for x < -3, x/3 + 1/2 in between, 1 for x > 3.
       Expr x = g.x(0);
@@ -420,7 +402,7 @@ ONYX_OP(kMish, "mish")
     .doc("y = x * tanh(softplus(x))")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(EW_FN(v * std::tanh(functional::softplusOf(v)))))
+    .kernel(ops::unaryFloat(mish(_2)))
     .backward([](GradCtx& g) {
       // dy/dx = t + x (1 - t^2) sigmoid(x), t = tanh(softplus(x)).
       Expr x = g.x(0);
@@ -475,10 +457,7 @@ ONYX_OP(kPrelu, "prelu")
       c.check(c.shape == c.shapeOf(0), "slope of shape ", c.shapeOf(1), " does not broadcast to x's shape ",
               c.shapeOf(0));
     })
-    .kernel(ops::binaryNumeric([](auto, auto x, auto s) {
-      using T = decltype(x);
-      return x < T(0) ? static_cast<T>(x * s) : x;
-    }))
+    .kernel(ops::binaryNumeric(prelu(_2, _3)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       Expr negative = lt(x, 0.0);
@@ -760,7 +739,6 @@ ONYX_CONSUMED_INPUTS_IMPORT(kOnnxSum1, "Sum");
 ONYX_CONSUMED_INPUTS_IMPORT(kOnnxMean1, "Mean");
 #undef ONYX_CONSUMED_INPUTS_IMPORT
 
-#undef EW_FN
 #undef EW_FN_BY_VALUE
 
 }  // namespace onyx

@@ -104,6 +104,19 @@ template <class T> ONYX_HD T absOf(T v) {
   if constexpr(std::is_unsigned<T>::value) return v;
   else return v < T(0) ? T(-v) : v;
 }
+// Rounds halfway cases to even, whatever the rounding mode (as ONNX Round).
+template <class T> ONYX_HD T roundHalfEvenOf(T v) {
+  T f = std::floor(v);
+  T d = v - f;
+  if(d > T(0.5)) return f + T(1);
+  if(d < T(0.5)) return f;
+  return std::fmod(f, T(2)) == T(0) ? f : f + T(1);
+}
+// v < 0, without a pointless compare for unsigned types.
+template <class T> ONYX_HD bool isNegative(T v) {
+  if constexpr(std::is_unsigned<T>::value) return false;
+  else return v < T(0);
+}
 // NaN stays NaN, as in PyTorch and numpy.
 template <class T> ONYX_HD T reluOf(T v) {
   if constexpr(std::is_unsigned<T>::value) return v;
@@ -132,8 +145,21 @@ ONYX_UNARY(softplus, softplusOf(v))
 ONYX_UNARY(relu, reluOf(v))
 ONYX_UNARY(floor, std::floor(v))
 ONYX_UNARY(ceil, std::ceil(v))
+ONYX_UNARY(roundEven, roundHalfEvenOf(v))
+ONYX_UNARY(acos, std::acos(v))
+ONYX_UNARY(asin, std::asin(v))
+ONYX_UNARY(atan, std::atan(v))
+ONYX_UNARY(sinh, std::sinh(v))
+ONYX_UNARY(cosh, std::cosh(v))
+ONYX_UNARY(asinh, std::asinh(v))
+ONYX_UNARY(acosh, std::acosh(v))
+ONYX_UNARY(atanh, std::atanh(v))
+ONYX_UNARY(softsign, v / (T(1) + std::fabs(v)))
+ONYX_UNARY(hardSwish, v * std::fmax(T(0), std::fmin(T(1), v * T(1.0 / 6.0) + T(0.5))))
+ONYX_UNARY(mish, v * std::tanh(softplusOf(v)))
 ONYX_UNARY(logicalNot, !v)
 
+ONYX_BINARY(prelu, isNegative(u) ? static_cast<T>(u * w) : u)
 ONYX_BINARY(add, u + w)
 ONYX_BINARY(sub, u - w)
 ONYX_BINARY(mul, u * w)
