@@ -24,23 +24,6 @@ using ops::scalarLike;
 
 namespace {
 
-// An element-wise kernel body capturing attribute values by copy (CPU only:
-// nvcc cannot run generic lambdas on the device).
-#define EW_FN_BY_VALUE(...)              \
-  [=](auto, auto v) {                    \
-    using T = decltype(v);               \
-    (void)sizeof(T);                     \
-    return static_cast<T>(__VA_ARGS__);  \
-  }
-
-template <class F>
-void runUnaryFloat(KernelCtx& c, F f) {
-  dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    host::elementwise<T, T>(f, c.out, *c.in[0]);
-  });
-}
-
 template <class F>
 void runUnaryNumeric(KernelCtx& c, F f) {
   dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) {
@@ -370,10 +353,9 @@ ONYX_OP(kHardSigmoid, "hard_sigmoid")
     .attr("alpha", 0.2)
     .attr("beta", 0.5)
     .infer(ops::inferFloatUnary)
-    .cpu([](KernelCtx& c) {
-      double alpha = c.attrs.f("alpha"), beta = c.attrs.f("beta");
-      runUnaryFloat(c, EW_FN_BY_VALUE(std::fmax(T(0), std::fmin(T(1), T(alpha) * v + T(beta)))));
-    })
+    .kernel(ops::unaryFloatWith([](const auto& a) {
+      return fmaxOf(0.0, fminOf(1.0, a.f("alpha") * _2 + a.f("beta")));
+    }))
     .backward([](GradCtx& g) {
       // alpha where 0 < alpha x + beta < 1, 0 on the flat parts.
       Expr y = g.y();
@@ -418,10 +400,7 @@ ONYX_OP(kThresholdedRelu, "thresholded_relu")
     .inputs(1)
     .attr("alpha", 1.0)
     .infer(ops::inferFloatUnary)
-    .cpu([](KernelCtx& c) {
-      double alpha = c.attrs.f("alpha");
-      runUnaryFloat(c, EW_FN_BY_VALUE(v > T(alpha) ? v : T(0)));
-    })
+    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, a.f("alpha")), _2, 0.0); }))
     .backward([](GradCtx& g) { g.add(0, maskGrad(gt(g.x(0), g.attrs.f("alpha")), g.dy, true)); })
     .onnx("ThresholdedRelu", 10)
     .exporter(floatExport("ThresholdedRelu", 22));
@@ -435,10 +414,10 @@ ONYX_OP(kCelu, "celu")
       c.check(c.attrs.f("alpha") != 0, "alpha must not be 0");
       ops::inferFloatUnary(c);
     })
-    .cpu([](KernelCtx& c) {
-      double alpha = c.attrs.f("alpha");
-      runUnaryFloat(c, EW_FN_BY_VALUE(v > T(0) ? v : T(alpha) * std::expm1(v / T(alpha))));
-    })
+    .kernel(ops::unaryFloatWith([](const auto& a) {
+      double alpha = a.f("alpha");
+      return if_then_else(gt(_2, 0.0), _2, alpha * expm1(_2 / alpha));
+    }))
     .backward([](GradCtx& g) {
       // For x <= 0, dy/dx = e^(x/alpha) = y/alpha + 1.
       double alpha = g.attrs.f("alpha");
@@ -738,7 +717,5 @@ ONYX_CONSUMED_INPUTS_IMPORT(kOnnxMin1, "Min");
 ONYX_CONSUMED_INPUTS_IMPORT(kOnnxSum1, "Sum");
 ONYX_CONSUMED_INPUTS_IMPORT(kOnnxMean1, "Mean");
 #undef ONYX_CONSUMED_INPUTS_IMPORT
-
-#undef EW_FN_BY_VALUE
 
 }  // namespace onyx

@@ -51,6 +51,21 @@ KernelFn unaryFloatOn(F f) {
 template <class F>
 Kernels unaryFloat(F f) { return ONYX_BOTH_KERNELS(unaryFloatOn, f); }
 
+// y = f(x) on float types with f made from the node's attributes at run
+// time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
+template <class On, class Make>
+KernelFn unaryFloatWithOn(Make make) {
+  return [make](KernelCtx& c) {
+    auto f = make(c.attrs);
+    dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      On::template run<T, T>(f, c.out, *c.in[0]);
+    });
+  };
+}
+template <class Make>
+Kernels unaryFloatWith(Make make) { return ONYX_BOTH_KERNELS(unaryFloatWithOn, make); }
+
 // y = f(x) on every numeric type.
 template <class On, class F>
 KernelFn unaryNumericOn(F f) {
