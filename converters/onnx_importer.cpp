@@ -211,19 +211,22 @@ OnnxGraphImporter::OnnxGraphImporter(const OnnxModelFile& file, const std::map<s
   const auto& g = file_.proto.graph();
   for(const auto& v : g.value_info()) note(v);
   for(const auto& v : g.output()) note(v);
-  std::function<void(const ::onnx::GraphProto&)> count = [&](const ::onnx::GraphProto& gr) {
-    for(const auto& n : gr.node()) {
-      for(const auto& i : n.input()) ++uses_[i];
-      for(const auto& a : n.attribute()) {
-        if(a.has_g()) count(a.g());
-        for(const auto& sg : a.graphs()) count(sg);
-      }
-    }
-  };
-  count(g);
 }
 
 size_t OnnxGraphImporter::uses(const std::string& name) const {
+  if(!usesCounted_) {  // once, on first use (only training imports ask)
+    std::function<void(const ::onnx::GraphProto&)> count = [&](const ::onnx::GraphProto& gr) {
+      for(const auto& n : gr.node()) {
+        for(const auto& i : n.input()) ++uses_[i];
+        for(const auto& a : n.attribute()) {
+          if(a.has_g()) count(a.g());
+          for(const auto& sg : a.graphs()) count(sg);
+        }
+      }
+    };
+    count(file_.proto.graph());
+    usesCounted_ = true;
+  }
   auto it = uses_.find(name);
   return it == uses_.end() ? 0 : it->second;
 }

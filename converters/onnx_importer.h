@@ -62,7 +62,8 @@ private:
   std::map<std::string, Expr> inputNodes_;
   bool valueDependent_ = false;
   std::vector<std::pair<Expr, Expr>> stateUpdates_;
-  std::unordered_map<std::string, size_t> uses_;
+  mutable std::unordered_map<std::string, size_t> uses_;
+  mutable bool usesCounted_ = false;
 };
 
 // Element type and dims of a TypeProto's tensor (or sequence element).

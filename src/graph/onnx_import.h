@@ -72,6 +72,7 @@ public:
   // when no such value is visible here.
   virtual OnnxValue valueByName(const std::string& name) = 0;
   std::vector<int64_t> ints(size_t i);  // value(i) as int64s
+  double scalar(size_t i);              // value(i)'s only element
 
   // ---- training
   // Whether the graph is built for a training step: the initializers are
@@ -91,7 +92,6 @@ public:
   // named after the input value, that starts from its value. Without
   // trainable params: input(i).
   virtual Expr stateInput(size_t i) = 0;
-  double scalar(size_t i);              // value(i)'s only element
 
   // ---- attributes (reading an attribute marks it handled: an attribute
   // that the import never reads is reported as unsupported)
