@@ -732,10 +732,7 @@ ONYX_OP(kLeakyRelu, "leaky_relu")
     .inputs(1)
     .attr("alpha", 0.01)
     .infer(ops::inferFloatUnary)
-    .cpu([](KernelCtx& c) {
-      double alpha = c.attrs.f("alpha");
-      runUnaryFloat(c, if_then_else(gt(_2, 0.0), _2, _2 * alpha));
-    })
+    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, 0.0), _2, _2 * a.f("alpha")); }))
     .backward([](GradCtx& g) {
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * g.attrs.f("alpha")));
     })
@@ -748,10 +745,7 @@ ONYX_OP(kElu, "elu")
     .inputs(1)
     .attr("alpha", 1.0)
     .infer(ops::inferFloatUnary)
-    .cpu([](KernelCtx& c) {
-      double alpha = c.attrs.f("alpha");
-      runUnaryFloat(c, if_then_else(gt(_2, 0.0), _2, alpha * expm1(_2)));
-    })
+    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, 0.0), _2, a.f("alpha") * expm1(_2)); }))
     .backward([](GradCtx& g) {
       // For x <= 0, dy/dx = alpha e^x = y + alpha.
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * (g.y() + g.attrs.f("alpha"))));
@@ -766,10 +760,9 @@ ONYX_OP(kSelu, "selu")
     .attr("alpha", 1.67326319217681884765625)
     .attr("gamma", 1.05070102214813232421875)
     .infer(ops::inferFloatUnary)
-    .cpu([](KernelCtx& c) {
-      double alpha = c.attrs.f("alpha"), gamma = c.attrs.f("gamma");
-      runUnaryFloat(c, gamma * if_then_else(gt(_2, 0.0), _2, alpha * expm1(_2)));
-    })
+    .kernel(ops::unaryFloatWith([](const auto& a) {
+      return a.f("gamma") * if_then_else(gt(_2, 0.0), _2, a.f("alpha") * expm1(_2));
+    }))
     .backward([](GradCtx& g) {
       double alpha = g.attrs.f("alpha"), gamma = g.attrs.f("gamma");
       // For x <= 0, dy/dx = gamma alpha e^x = y + gamma alpha.
@@ -1085,7 +1078,7 @@ ONYX_OP(kLogicalAnd, "logical_and")
     .doc("y = a and b (bool, broadcasting)")
     .inputs(2)
     .infer(inferLogic)
-    .cpu([](KernelCtx& c) { host::elementwise<bool, bool, bool>(logicalAnd(_2, _3), c.out, *c.in[0], *c.in[1]); })
+    .kernel(ops::logicalBinary(logicalAnd(_2, _3)))
     .notDifferentiable("boolean inputs and output")
     .onnx("And", 7);
 
@@ -1094,7 +1087,7 @@ ONYX_OP(kLogicalOr, "logical_or")
     .doc("y = a or b (bool, broadcasting)")
     .inputs(2)
     .infer(inferLogic)
-    .cpu([](KernelCtx& c) { host::elementwise<bool, bool, bool>(logicalOr(_2, _3), c.out, *c.in[0], *c.in[1]); })
+    .kernel(ops::logicalBinary(logicalOr(_2, _3)))
     .notDifferentiable("boolean inputs and output")
     .onnx("Or", 7);
 
@@ -1103,7 +1096,7 @@ ONYX_OP(kLogicalXor, "logical_xor")
     .doc("y = a xor b (bool, broadcasting)")
     .inputs(2)
     .infer(inferLogic)
-    .cpu([](KernelCtx& c) { host::elementwise<bool, bool, bool>(logicalXor(_2, _3), c.out, *c.in[0], *c.in[1]); })
+    .kernel(ops::logicalBinary(logicalXor(_2, _3)))
     .notDifferentiable("boolean inputs and output")
     .onnx("Xor", 7);
 
@@ -1112,7 +1105,7 @@ ONYX_OP(kLogicalNot, "logical_not")
     .doc("y = not x (bool)")
     .inputs(1)
     .infer(inferLogic)
-    .cpu([](KernelCtx& c) { host::elementwise<bool, bool>(logicalNot(_2), c.out, *c.in[0]); })
+    .kernel(ops::logicalUnary(logicalNot(_2)))
     .notDifferentiable("boolean input and output")
     .onnx("Not", 1);
 

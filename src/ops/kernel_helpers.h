@@ -117,6 +117,20 @@ KernelFn compareOn(F f) {
 template <class F>
 Kernels compare(F f) { return ONYX_BOTH_KERNELS(compareOn, f); }
 
+// bool y = f(a) and bool y = f(a, b) (broadcasting) on bool tensors.
+template <class On, class F>
+KernelFn logicalUnaryOn(F f) {
+  return [f](KernelCtx& c) { On::template run<bool, bool>(f, c.out, *c.in[0]); };
+}
+template <class F>
+Kernels logicalUnary(F f) { return ONYX_BOTH_KERNELS(logicalUnaryOn, f); }
+template <class On, class F>
+KernelFn logicalBinaryOn(F f) {
+  return [f](KernelCtx& c) { On::template run<bool, bool, bool>(f, c.out, *c.in[0], *c.in[1]); };
+}
+template <class F>
+Kernels logicalBinary(F f) { return ONYX_BOTH_KERNELS(logicalBinaryOn, f); }
+
 #undef ONYX_BOTH_KERNELS
 }  // inline namespace
 
