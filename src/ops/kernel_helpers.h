@@ -33,105 +33,66 @@ struct OnGpu {
   template <class TOut, class... TIn, class F, class... Ts>
   static void run(F f, TensorBase& out, const Ts&... ins) { cuda::elementwise<TOut, TIn...>(f, out, ins...); }
 };
-#define ONYX_BOTH_KERNELS(form, f) Kernels{form<OnHost>(f), form<OnGpu>(f)}
-#else
-#define ONYX_BOTH_KERNELS(form, f) Kernels{form<OnHost>(f), KernelFn()}
 #endif
 
-// y = f(x) on float types (float16/bfloat16 compute in float).
-template <class On, class F>
-KernelFn unaryFloatOn(F f) {
-  return [f](KernelCtx& c) {
-    dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      On::template run<T, T>(f, c.out, *c.in[0]);
-    });
-  };
-}
-template <class F>
-Kernels unaryFloat(F f) { return ONYX_BOTH_KERNELS(unaryFloatOn, f); }
+// The element types a form runs on (dispatched on input 0) and its output type.
+struct FloatTypes {  // float16/bfloat16 compute in float
+  template <class Fn> static void dispatch(Type t, const char* w, Fn&& fn) { dispatchFloat(t, w, fn); }
+  template <class T> using Out = T;
+};
+struct NumericTypes {
+  template <class Fn> static void dispatch(Type t, const char* w, Fn&& fn) { dispatchNumeric(t, w, fn); }
+  template <class T> using Out = T;
+};
+struct AnyToBool {  // comparisons: any input type, bool out
+  template <class Fn> static void dispatch(Type t, const char* w, Fn&& fn) { dispatchAll(t, w, fn); }
+  template <class T> using Out = bool;
+};
+struct BoolOnly {  // logic: bool in and out (inference checks the types)
+  template <class Fn> static void dispatch(Type, const char*, Fn&& fn) { fn(TypeTag<bool>{}); }
+  template <class T> using Out = bool;
+};
 
-// y = f(x) on float types with f made from the node's attributes at run
-// time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
-template <class On, class Make>
-KernelFn unaryFloatWithOn(Make make) {
+// y = f(x) (N = 1) or y = f(a, b) with broadcasting (N = 2), every input of
+// one type T and y of Types::Out<T>; f = make(attrs) is made per run, so it
+// can hold the node's attributes.
+template <class On, class Types, size_t N, class Make>
+KernelFn elementwiseOn(Make make) {
+  static_assert(N == 1 || N == 2, "element-wise forms take one or two inputs");
   return [make](KernelCtx& c) {
     auto f = make(c.attrs);
-    dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+    Types::dispatch(c.in[0]->type(), c.node.type().c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      On::template run<T, T>(f, c.out, *c.in[0]);
+      using TOut = typename Types::template Out<T>;
+      if constexpr(N == 1) On::template run<TOut, T>(f, c.out, *c.in[0]);
+      else On::template run<TOut, T, T>(f, c.out, *c.in[0], *c.in[1]);
     });
   };
 }
-template <class Make>
-Kernels unaryFloatWith(Make make) { return ONYX_BOTH_KERNELS(unaryFloatWithOn, make); }
-
-// y = f(x) on every numeric type.
-template <class On, class F>
-KernelFn unaryNumericOn(F f) {
-  return [f](KernelCtx& c) {
-    dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      On::template run<T, T>(f, c.out, *c.in[0]);
-    });
-  };
+template <class Types, size_t N, class Make>
+Kernels elementwiseKernels(Make make) {
+#ifdef __CUDACC__
+  return {elementwiseOn<OnHost, Types, N>(make), elementwiseOn<OnGpu, Types, N>(make)};
+#else
+  return {elementwiseOn<OnHost, Types, N>(make), KernelFn()};
+#endif
 }
 template <class F>
-Kernels unaryNumeric(F f) { return ONYX_BOTH_KERNELS(unaryNumericOn, f); }
-
-// y = f(a, b) with broadcasting, same type in and out.
-template <class On, class F>
-KernelFn binaryNumericOn(F f) {
-  return [f](KernelCtx& c) {
-    dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      On::template run<T, T, T>(f, c.out, *c.in[0], *c.in[1]);
-    });
-  };
+auto fixed(F f) {
+  return [f](const Attrs&) { return f; };
 }
-template <class F>
-Kernels binaryNumeric(F f) { return ONYX_BOTH_KERNELS(binaryNumericOn, f); }
 
-template <class On, class F>
-KernelFn binaryFloatOn(F f) {
-  return [f](KernelCtx& c) {
-    dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      On::template run<T, T, T>(f, c.out, *c.in[0], *c.in[1]);
-    });
-  };
-}
-template <class F>
-Kernels binaryFloat(F f) { return ONYX_BOTH_KERNELS(binaryFloatOn, f); }
+template <class F> Kernels unaryFloat(F f) { return elementwiseKernels<FloatTypes, 1>(fixed(f)); }
+template <class F> Kernels unaryNumeric(F f) { return elementwiseKernels<NumericTypes, 1>(fixed(f)); }
+template <class F> Kernels binaryFloat(F f) { return elementwiseKernels<FloatTypes, 2>(fixed(f)); }
+template <class F> Kernels binaryNumeric(F f) { return elementwiseKernels<NumericTypes, 2>(fixed(f)); }
+template <class F> Kernels compare(F f) { return elementwiseKernels<AnyToBool, 2>(fixed(f)); }
+template <class F> Kernels logicalUnary(F f) { return elementwiseKernels<BoolOnly, 1>(fixed(f)); }
+template <class F> Kernels logicalBinary(F f) { return elementwiseKernels<BoolOnly, 2>(fixed(f)); }
+// y = f(x) on float types with f made from the node's attributes at run
+// time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
+template <class Make> Kernels unaryFloatWith(Make make) { return elementwiseKernels<FloatTypes, 1>(make); }
 
-// bool y = f(a, b) with broadcasting; a and b share any type.
-template <class On, class F>
-KernelFn compareOn(F f) {
-  return [f](KernelCtx& c) {
-    dispatchAll(c.in[0]->type(), c.node.type().c_str(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      On::template run<bool, T, T>(f, c.out, *c.in[0], *c.in[1]);
-    });
-  };
-}
-template <class F>
-Kernels compare(F f) { return ONYX_BOTH_KERNELS(compareOn, f); }
-
-// bool y = f(a) and bool y = f(a, b) (broadcasting) on bool tensors.
-template <class On, class F>
-KernelFn logicalUnaryOn(F f) {
-  return [f](KernelCtx& c) { On::template run<bool, bool>(f, c.out, *c.in[0]); };
-}
-template <class F>
-Kernels logicalUnary(F f) { return ONYX_BOTH_KERNELS(logicalUnaryOn, f); }
-template <class On, class F>
-KernelFn logicalBinaryOn(F f) {
-  return [f](KernelCtx& c) { On::template run<bool, bool, bool>(f, c.out, *c.in[0], *c.in[1]); };
-}
-template <class F>
-Kernels logicalBinary(F f) { return ONYX_BOTH_KERNELS(logicalBinaryOn, f); }
-
-#undef ONYX_BOTH_KERNELS
 }  // inline namespace
 
 // Infers like the input but requires a float type.

@@ -54,6 +54,19 @@ Expr affineNorm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps) 
   return x * f + (bias - mean * f);
 }
 
+// Batch normalisation with the batch's statistics over `axes` (kept as size-1
+// dims): y = (x - mean) / sqrt(var + eps) * scale + bias, with the population
+// variance; scale and bias already broadcast to x.
+struct BatchStats {
+  Expr y, mean, var;
+};
+BatchStats normalizeByBatch(Expr x, const std::vector<int>& axes, Expr scale, Expr bias, double eps) {
+  Expr mu = mean(x, axes, true);
+  Expr xc = x - mu;
+  Expr var = mean(xc * xc, axes, true);
+  return {xc * (scale / sqrt(var + eps)) + bias, mu, var};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- batch norm
@@ -69,12 +82,8 @@ BatchNormResult batch_norm_train(Expr x, Expr scale, Expr bias, double eps) {
   checkChannelParam(x, scale, "batch_norm_train", "scale");
   checkChannelParam(x, bias, "batch_norm_train", "bias");
   const Shape& s = x->shape();
-  std::vector<int> axes = axesExcept1(s.rank());
-  Expr mu = mean(x, axes, true);
-  Expr xc = x - mu;
-  Expr var = mean(xc * xc, axes, true);
-  Expr y = xc * (perChannel(scale, s) / sqrt(var + eps)) + perChannel(bias, s);
-  return {y, reshape(mu, std::vector<int64_t>{s.dims()[1]}), reshape(var, std::vector<int64_t>{s.dims()[1]})};
+  BatchStats b = normalizeByBatch(x, axesExcept1(s.rank()), perChannel(scale, s), perChannel(bias, s), eps);
+  return {b.y, reshape(b.mean, std::vector<int64_t>{s.dims()[1]}), reshape(b.var, std::vector<int64_t>{s.dims()[1]})};
 }
 
 // BatchNormalization, every opset. Inference unless training_mode=1
@@ -110,36 +119,28 @@ ONYX_ONNX_IMPORT(kOnnxBatchNorm, "BatchNormalization", 1).importer([](OnnxImport
   for(int i = 0; i < 4; ++i)
     c.check(ps[i]->shape() == Shape(pshape), names[i], " must have shape ", Shape(pshape), ", got ", ps[i]->shape());
   auto pc = [&](Expr p) { return perChannel(p, s, spatial); };
-  // An inference node in a graph built for a training step (fine-tuning an
-  // exported model): batch statistics, and the running statistics updated
-  // as PyTorch's train() mode does, with the unbiased batch variance
-  // (ONNX's training_mode=1 uses the population variance).
-  if(!training && c.training()) {
-    std::vector<int> axes = spatial ? axesExcept1(s.rank()) : std::vector<int>{0};
-    int64_t count = 1;
-    for(int a : axes) count *= s.dims()[static_cast<size_t>(a)];
-    c.check(count > 1, "training needs more than one value per channel, got input shape ", s);
-    Expr mu = mean(x, axes, true);
-    Expr xc = x - mu;
-    Expr var = mean(xc * xc, axes, true);
-    c.setOutput(0, xc * (pc(scale) / sqrt(var + eps)) + pc(bias));
-    Expr bm = reshape(mu, pshape), bv = reshape(var, pshape) * (double(count) / double(count - 1));
-    c.updateState(rmean, rmean * momentum + bm * (1 - momentum));
-    c.updateState(rvar, rvar * momentum + bv * (1 - momentum));
-    for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
-    return;
-  }
-  if(!training) {
+  if(!training && !c.training()) {
     c.setOutput(0, affineNorm(x, pc(scale), pc(bias), pc(rmean), pc(rvar), eps));
     for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
     return;
   }
   std::vector<int> axes = spatial ? axesExcept1(s.rank()) : std::vector<int>{0};
-  Expr mu = mean(x, axes, true);
-  Expr xc = x - mu;
-  Expr var = mean(xc * xc, axes, true);
-  c.setOutput(0, xc * (pc(scale) / sqrt(var + eps)) + pc(bias));
-  Expr bm = reshape(mu, pshape), bv = reshape(var, pshape);
+  int64_t count = 1;
+  for(int a : axes) count *= s.dims()[static_cast<size_t>(a)];
+  BatchStats b = normalizeByBatch(x, axes, pc(scale), pc(bias), eps);
+  c.setOutput(0, b.y);
+  Expr bm = reshape(b.mean, pshape), bv = reshape(b.var, pshape);
+  if(!training) {
+    // An inference node in a graph built for a training step (fine-tuning an
+    // exported model): the running statistics are updated as PyTorch's
+    // train() mode does, with the unbiased batch variance (ONNX's
+    // training_mode=1 below uses the population variance).
+    c.check(count > 1, "training needs more than one value per channel, got input shape ", s);
+    c.updateState(rmean, rmean * momentum + bm * (1 - momentum));
+    c.updateState(rvar, rvar * momentum + bv * (double(count) / double(count - 1)) * (1 - momentum));
+    for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
+    return;
+  }
   auto out = [&](size_t i, Expr e) {
     if(i < c.numOutputs() && c.wantsOutput(i)) c.setOutput(i, e);
   };
