@@ -61,6 +61,9 @@ struct OpDef {
   OpDef& infer(InferFn f) { inferFn = std::move(f); return *this; }
   OpDef& cpu(KernelFn f) { kernels[0] = std::move(f); return *this; }
   OpDef& gpu(KernelFn f) { kernels[1] = std::move(f); return *this; }
+  // One kernel for every device: it is written with primitives that work on
+  // the tensors' own device (the element movers of ops/shape.cpp).
+  OpDef& anyDevice(KernelFn f) { kernels[0] = kernels[1] = std::move(f); return *this; }
   OpDef& kernel(Kernels k) {
     kernels[0] = std::move(k.cpu);
     if(k.gpu) kernels[1] = std::move(k.gpu);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
@@ -97,9 +98,36 @@ void inferMatmulInto(InferCtx& c, MatmulDims& d) {
   c.shape = d.out;
 }
 
-// C = alpha * op(A) . op(B) + beta * C over all (broadcast) batches.
-template <class T>
-void runMatmul(const MatmulDims& d, double alpha, const T* A, const T* B, double beta, T* C) {
+// GEMM of element type t on `dev`: host::gemm (OpenBLAS) or cuda::gemm
+// (cuBLAS).
+void gemmOn(DeviceId dev, Type t, bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+            const void* A, int64_t lda, const void* B, int64_t ldb, double beta, void* C, int64_t ldc) {
+  if(dev.type == DeviceType::gpu)
+    return cuda::gemm(dev.no, t, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  dispatchNumeric(t, "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    host::gemm(transA, transB, M, N, K, alpha, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, beta,
+               static_cast<T*>(C), ldc);
+  });
+}
+
+void gemmBatchedOn(DeviceId dev, Type t, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K,
+                   double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
+                   const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets) {
+  if(dev.type == DeviceType::gpu)
+    return cuda::gemmBatched(dev.no, t, transA, transB, batch, M, N, K, alpha, A, lda, aOffsets, B, ldb, bOffsets,
+                             beta, C, ldc, cOffsets);
+  dispatchNumeric(t, "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    host::gemmBatched(transA, transB, batch, M, N, K, alpha, static_cast<const T*>(A), lda, aOffsets,
+                      static_cast<const T*>(B), ldb, bOffsets, beta, static_cast<T*>(C), ldc, cOffsets);
+  });
+}
+
+// C = alpha * op(A) . op(B) + beta * C over all (broadcast) batches, on the
+// device of the buffers.
+void runMatmul(DeviceId dev, Type t, const MatmulDims& d, double alpha, const void* A, const void* B, double beta,
+               void* C) {
   int64_t lda = d.transA ? d.M : d.K;
   int64_t ldb = d.transB ? d.K : d.N;
   int64_t nb = 1;
@@ -112,7 +140,7 @@ void runMatmul(const MatmulDims& d, double alpha, const T* A, const T* B, double
   if(nb == 0) return;
   if(aFull && bShared && !d.transA) {
     // x[.., M, K] . W[K, N]: the batches stack into one tall GEMM.
-    host::gemm(false, d.transB, nb * d.M, d.N, d.K, alpha, A, lda, B, ldb, beta, C, d.N);
+    gemmOn(dev, t, false, d.transB, nb * d.M, d.N, d.K, alpha, A, lda, B, ldb, beta, C, d.N);
     return;
   }
   std::vector<int64_t> offs(static_cast<size_t>(3 * nb));
@@ -132,8 +160,8 @@ void runMatmul(const MatmulDims& d, double alpha, const T* A, const T* B, double
     offs[nb + o] = bo;
     offs[2 * nb + o] = o * cMat;
   }
-  host::gemmBatched(d.transA, d.transB, nb, d.M, d.N, d.K, alpha, A, lda, offs.data(), B, ldb, offs.data() + nb,
-                    beta, C, d.N, offs.data() + 2 * nb);
+  gemmBatchedOn(dev, t, d.transA, d.transB, nb, d.M, d.N, d.K, alpha, A, lda, offs.data(), B, ldb,
+                offs.data() + nb, beta, C, d.N, offs.data() + 2 * nb);
 }
 
 Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha);
@@ -337,12 +365,10 @@ ONYX_OP(kMatmul, "matmul")
       MatmulDims d;
       inferMatmulInto(c, d);
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       MatmulDims d = dimsOf(c.in[0]->shape(), c.in[1]->shape(), c.attrs);
-      dispatchNumeric(c.out.type(), "matmul", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        runMatmul<T>(d, c.attrs.f("alpha"), c.in[0]->data<T>(), c.in[1]->data<T>(), 0.0, c.out.data<T>());
-      });
+      runMatmul(c.out.getDeviceId(), c.out.type(), d, c.attrs.f("alpha"), c.in[0]->raw(), c.in[1]->raw(), 0.0,
+                c.out.raw());
     })
     .backward([](GradCtx& g) {
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));
@@ -406,14 +432,19 @@ ONYX_OP(kAffine, "affine")
       c.check(fits, "bias of shape ", b, " does not broadcast to the result's shape ", c.shape,
               "; give it shape [N] or [1, N]");
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       MatmulDims d = dimsOf(c.in[0]->shape(), c.in[1]->shape(), c.attrs);
-      dispatchNumeric(c.out.type(), "affine", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        // Bias first, then the product accumulated on top (beta = 1).
-        host::elementwise<T, T>(_2, c.out, *c.in[2]);
-        runMatmul<T>(d, c.attrs.f("alpha"), c.in[0]->data<T>(), c.in[1]->data<T>(), 1.0, c.out.data<T>());
-      });
+      // Bias first, then the product accumulated on top (beta = 1).
+      if(!c.out.onHost()) {
+        cuda::assign(c.out, *c.in[2]);
+      } else {
+        dispatchNumeric(c.out.type(), "affine", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          host::elementwise<T, T>(_2, c.out, *c.in[2]);
+        });
+      }
+      runMatmul(c.out.getDeviceId(), c.out.type(), d, c.attrs.f("alpha"), c.in[0]->raw(), c.in[1]->raw(), 1.0,
+                c.out.raw());
     })
     .backward([](GradCtx& g) {
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));

@@ -10,6 +10,8 @@
 #include <functional>
 #include <limits>
 
+#include <onyx/backend/cpu/strided.h>
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -21,8 +23,12 @@ using namespace functional;
 namespace {
 
 // Plain copy of all elements (any type).
+// The element movers below work on the tensors' own device, so kernels made
+// only of them register for every device (OpDef::anyDevice).
 void copyKernel(KernelCtx& c) {
-  if(c.out.bytes() > 0) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+  if(c.out.bytes() == 0) return;
+  if(c.out.onHost()) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+  else cuda::copyBytes(c.out.getDeviceId().no, c.out.raw(), c.in[0]->raw(), c.out.bytes());
 }
 
 // Bytes per element for the byte-moving kernels (packed 4-bit types and
@@ -35,7 +41,10 @@ size_t elementBytes(Type t, const char* op) {
 }
 
 void zeroFill(TensorBase& t) {
-  if(t.bytes() > 0) std::memset(t.raw(), 0, t.bytes());  // all-zero bytes are 0 / 0.0 / false in every type
+  if(t.bytes() == 0) return;
+  // All-zero bytes are 0 / 0.0 / false in every type.
+  if(t.onHost()) std::memset(t.raw(), 0, t.bytes());
+  else cuda::fillZero(t.getDeviceId().no, t.raw(), t.bytes());
 }
 
 template <size_t E>
@@ -108,32 +117,13 @@ void copyTiled(char* dst, const int64_t* a, const char* src, const int64_t* b, c
 // (strides in elements, possibly negative). Size-1 dims are dropped and dims
 // that are contiguous for both sides merged, so a copy that is dense on both
 // sides becomes one memcpy per row.
-void copyStrided(void* dstv, const int64_t* ds, const void* srcv, const int64_t* ss, const int64_t* dims, int rank,
-                 size_t esize) {
-  ONYX_CHECK(rank <= 16, "tensors of rank ", rank, " are not supported (at most 16)");
-  int64_t d[16], a[16], b[16];
-  int n = 0;
-  int64_t total = 1;
-  for(int i = 0; i < rank; ++i) {
-    total *= dims[i];
-    if(dims[i] == 1) continue;
-    if(n > 0 && a[n - 1] == ds[i] * dims[i] && b[n - 1] == ss[i] * dims[i]) {
-      d[n - 1] *= dims[i];
-      a[n - 1] = ds[i];
-      b[n - 1] = ss[i];
-    } else {
-      d[n] = dims[i];
-      a[n] = ds[i];
-      b[n] = ss[i];
-      ++n;
-    }
-  }
-  if(total == 0) return;
-  if(n == 0) {
-    d[0] = 1;
-    a[0] = b[0] = 1;
-    n = 1;
-  }
+void copyStridedHost(void* dstv, const int64_t* ds, const void* srcv, const int64_t* ss, const int64_t* dims,
+                     int rank, size_t esize) {
+  host::StridedPlan p(ds, ss, dims, rank);
+  if(p.total == 0) return;
+  int n = p.n;
+  const int64_t *d = p.d, *a = p.a, *b = p.b;
+  int64_t total = p.total;
   char* dst = static_cast<char*>(dstv);
   const char* src = static_cast<const char*>(srcv);
   if(a[n - 1] == 1 && b[n - 1] != 1) {
@@ -154,6 +144,13 @@ void copyStrided(void* dstv, const int64_t* ds, const void* srcv, const int64_t*
       copyRun(dst + od * e, a[n - 1], src + os * e, b[n - 1], inner, esize);
     }
   });
+}
+
+// The strided copy on `dev`, where both buffers are.
+void copyStrided(DeviceId dev, void* dst, const int64_t* ds, const void* src, const int64_t* ss, const int64_t* dims,
+                 int rank, size_t esize) {
+  if(dev.type == DeviceType::cpu) copyStridedHost(dst, ds, src, ss, dims, rank, esize);
+  else cuda::copyStrided(dev.no, dst, ds, src, ss, dims, rank, esize);
 }
 
 Shape::Dims denseStrides(const Shape::Dims& dims) { return Shape(dims).strides(); }
@@ -240,9 +237,9 @@ void sliceCopy(TensorBase& big, TensorBase& part, const SliceDims& sd, bool toBi
   }
   char* bigp = static_cast<char*>(big.raw()) + base * int64_t(e);
   if(toBig)
-    copyStrided(bigp, bigStr.data(), part.raw(), partStr.data(), sd.count.data(), r, e);
+    copyStrided(big.getDeviceId(), bigp, bigStr.data(), part.raw(), partStr.data(), sd.count.data(), r, e);
   else
-    copyStrided(part.raw(), partStr.data(), bigp, bigStr.data(), sd.count.data(), r, e);
+    copyStrided(big.getDeviceId(), part.raw(), partStr.data(), bigp, bigStr.data(), sd.count.data(), r, e);
 }
 
 SliceDims sliceDimsOf(const Shape& s, const Attrs& at) {
@@ -413,7 +410,7 @@ ONYX_OP(kReshape, "reshape")
               c.shape.elements(), " elements)");
       c.type = c.typeOf(0);
     })
-    .cpu(copyKernel)
+    .anyDevice(copyKernel)
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
     .onnx("Reshape", 1)
     .importer([](OnnxImportCtx& c) {
@@ -496,7 +493,8 @@ ONYX_OP(kExpand, "expand")
       }
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
+      if(!c.out.onHost()) return cuda::assign(c.out, *c.in[0]);
       dispatchAll(c.out.type(), "expand", [&](auto tag) {
         using T = typename decltype(tag)::type;
         host::elementwise<T, T>(_2, c.out, *c.in[0]);
@@ -553,7 +551,7 @@ ONYX_OP(kFlatten, "flatten")
       c.shape = Shape{prodDims(s.dims(), 0, k), prodDims(s.dims(), k, s.size())};
       c.type = c.typeOf(0);
     })
-    .cpu(copyKernel)
+    .anyDevice(copyKernel)
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
     .onnx("Flatten", 1)
     .exporter([](OnnxExportCtx& c) {
@@ -607,14 +605,14 @@ ONYX_OP(kTranspose, "transpose")
       c.shape = Shape(d);
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       const Shape& is = c.in[0]->shape();
       auto p = permOf(c.attrs.ints("perm"), is.rank());
       auto istr = is.strides();
       Shape::Dims srcStr;
       for(int k : p) srcStr.push_back(istr[k]);
       auto dstStr = c.out.shape().strides();
-      copyStrided(c.out.raw(), dstStr.data(), c.in[0]->raw(), srcStr.data(), c.out.shape().dims().data(),
+      copyStrided(c.out.getDeviceId(), c.out.raw(), dstStr.data(), c.in[0]->raw(), srcStr.data(), c.out.shape().dims().data(),
                   c.out.shape().rank(), elementBytes(c.out.type(), "transpose"));
     })
     .backward([](GradCtx& g) {
@@ -651,7 +649,7 @@ ONYX_OP(kSlice, "slice")
       c.shape = Shape(sd.count);
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) { sliceCopy(*c.in[0], c.out, sliceDimsOf(c.in[0]->shape(), c.attrs), false, "slice"); })
+    .anyDevice([](KernelCtx& c) { sliceCopy(*c.in[0], c.out, sliceDimsOf(c.in[0]->shape(), c.attrs), false, "slice"); })
     .backward([](GradCtx& g) {
       auto at = sliceAttrs(g.attrs);
       at.push_back({"shape", attr(g.x(0)->shape().vec())});
@@ -776,7 +774,7 @@ ONYX_OP(kSliceScatter, "slice_scatter")
       c.shape = full;
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       zeroFill(c.out);
       sliceCopy(c.out, *c.in[0], sliceDimsOf(c.out.shape(), c.attrs), true, "slice_scatter");
     })
@@ -817,7 +815,7 @@ ONYX_OP(kConcat, "concat")
       }
       c.shape = Shape(d);
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       size_t e = elementBytes(c.out.type(), "concat");
       const Shape& os = c.out.shape();
       int a = normAxis(c.attrs.i("axis"), os.rank(), "axis");
@@ -826,7 +824,7 @@ ONYX_OP(kConcat, "concat")
       for(TensorBase* x : c.in) {
         char* dst = static_cast<char*>(c.out.raw()) + off * ostr[a] * int64_t(e);
         auto istr = x->shape().strides();
-        copyStrided(dst, ostr.data(), x->raw(), istr.data(), x->shape().dims().data(), os.rank(), e);
+        copyStrided(c.out.getDeviceId(), dst, ostr.data(), x->raw(), istr.data(), x->shape().dims().data(), os.rank(), e);
         off += x->shape().dims()[a];
       }
     })

@@ -5,6 +5,9 @@
 
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <vector>
+
 #include <onyx/core/error.h>
 
 namespace onyx {
@@ -19,12 +22,31 @@ void check(cudaError_t e, const char* call, size_t no) {
 }
 
 void use(size_t no) {
+  int cur = -1;
+  if(cudaGetDevice(&cur) == cudaSuccess && cur == static_cast<int>(no)) return;
+  cudaGetLastError();
   std::string why = unavailable(no);
   ONYX_CHECK(why.empty(), "gpu", no, ": ", why);
   check(cudaSetDevice(static_cast<int>(no)), "cudaSetDevice", no);
 }
 
+cudaStream_t streamOf(size_t no) {
+  static std::mutex m;
+  static std::vector<cudaStream_t> streams;
+  std::lock_guard<std::mutex> lock(m);
+  if(streams.size() <= no) streams.resize(no + 1, nullptr);
+  if(!streams[no]) {
+    use(no);
+    check(cudaStreamCreateWithFlags(&streams[no], cudaStreamNonBlocking), "cudaStreamCreate", no);
+  }
+  return streams[no];
+}
+
 }  // namespace
+
+void setCurrent(size_t no) { use(no); }
+
+void* stream(size_t no) { return streamOf(no); }
 
 bool compiled() { return true; }
 
@@ -70,15 +92,21 @@ void free(size_t no, void* p) {
 
 void copy(void* dst, DeviceId dstDevice, const void* src, DeviceId srcDevice, size_t bytes) {
   if(bytes == 0) return;
-  size_t no = srcDevice.type == DeviceType::gpu ? srcDevice.no : dstDevice.no;
+  // Both devices' queued work first (the destination may still be read by
+  // a kernel), then the copy on the source's stream (unified addressing:
+  // the runtime tells host from device pointers, and copies between GPUs).
+  bool srcGpu = srcDevice.type == DeviceType::gpu, dstGpu = dstDevice.type == DeviceType::gpu;
+  if(dstGpu && srcGpu && dstDevice.no != srcDevice.no) synchronize(dstDevice.no);
+  size_t no = srcGpu ? srcDevice.no : dstDevice.no;
   use(no);
-  // Unified addressing: the runtime tells host from device pointers.
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy", no);
+  cudaStream_t s = streamOf(no);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync", no);
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize", no);
 }
 
 void synchronize(size_t no) {
   use(no);
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", no);
+  check(cudaStreamSynchronize(streamOf(no)), "cudaStreamSynchronize", no);
 }
 
 }  // namespace cuda

@@ -22,9 +22,21 @@ std::string unavailable(size_t no);
 // the size when the device is out of memory.
 void* malloc(size_t no, size_t bytes);
 void free(size_t no, void* p);
-// Copies `bytes` between any two of host and device memory; synchronous.
+// Copies `bytes` between any two of host and device memory, ordered after
+// the work queued on the devices' streams; returns when the copy is done.
 void copy(void* dst, DeviceId dstDevice, const void* src, DeviceId srcDevice, size_t bytes);
+// Waits for the work queued on gpu<no>'s stream.
 void synchronize(size_t no);
+
+// Makes gpu<no> current on this thread (checked: a one-line error when it
+// cannot be used). Kernels and library calls for a tensor on gpu<no> run
+// after this.
+void setCurrent(size_t no);
+// The stream all of Onyx's work on gpu<no> is queued on, in order: kernels,
+// cuBLAS calls and copies (one per device for the process, non-blocking
+// with respect to the legacy default stream, made on first use). A
+// cudaStream_t, as void* so that this header has no CUDA types.
+void* stream(size_t no);
 
 }  // namespace cuda
 }  // namespace onyx

@@ -10,25 +10,11 @@
 #pragma once
 #include <utility>
 
-#include <cuda_runtime.h>
-
 #include <onyx/backend/cpu/element.h>
-#include <onyx/core/error.h>
-#include <onyx/core/tensor.h>
+#include <onyx/backend/cuda/common.cuh>
 
 namespace onyx {
 namespace cuda {
-
-// Element types the GPU kernels take so far (half types come with the mixed
-// precision work).
-template <class T>
-constexpr bool kGpuType = !std::is_same<T, float16>::value && !std::is_same<T, bfloat16>::value;
-
-template <class T, class V>
-__device__ inline void storeDev(T* p, int64_t i, V v) {
-  if constexpr(std::is_same<T, bool>::value) p[i] = v != V(0);
-  else p[i] = static_cast<T>(v);
-}
 
 // out[i] = f(out[i], ins[i]...) for one flat output index i.
 template <size_t K, class TOut, class F, class Idx, class... TIn>
@@ -51,18 +37,6 @@ struct ElementBody<K, TOut, F, std::index_sequence<I...>, TIn...> {
   }
 };
 
-// body(i) for i in [0, n), grid-stride.
-template <class Body>
-__global__ void forEachKernel(Body body, int64_t n) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for(int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) body(i);
-}
-
-inline void checkLaunch(const char* what) {
-  cudaError_t e = cudaGetLastError();
-  ONYX_CHECK(e == cudaSuccess, what, ": kernel launch failed: ", cudaGetErrorString(e));
-}
-
 template <class TOut, class... TIn, class F, class... Ts>
 void elementwise(F f, TensorBase& out, const Ts&... ins) {
   static_assert(sizeof...(TIn) == sizeof...(Ts), "one C++ type per input tensor");
@@ -76,11 +50,7 @@ void elementwise(F f, TensorBase& out, const Ts&... ins) {
     host::BroadcastPlan<K> plan(out.shape(), shapes);
     if(plan.total == 0) return;
     using Body = ElementBody<K, TOut, F, std::make_index_sequence<K>, TIn...>;
-    Body body{f, out.data<TOut>(), plan, {ins.raw()...}};
-    const int threads = 256;
-    const int64_t blocks = std::min<int64_t>((plan.total + threads - 1) / threads, 65535);
-    forEachKernel<<<static_cast<unsigned>(blocks), threads>>>(body, plan.total);
-    checkLaunch("elementwise");
+    forEach(out, Body{f, out.data<TOut>(), plan, {ins.raw()...}}, plan.total, "elementwise");
   }
 }
 

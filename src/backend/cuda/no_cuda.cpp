@@ -1,5 +1,6 @@
 // A build without the CUDA backend (ONYX_CUDA=OFF, or no CUDA toolkit found).
 #include <onyx/backend/cuda/device.h>
+#include <onyx/backend/cuda/kernels.h>
 
 #include <onyx/core/error.h>
 
@@ -19,6 +20,23 @@ void copy(void*, DeviceId dst, const void*, DeviceId src, size_t) {
   fail("copy ", src.toString(), " -> ", dst.toString(), ": ", kWhy);
 }
 void synchronize(size_t) {}
+void setCurrent(size_t no) { fail("gpu", no, ": ", kWhy); }
+void* stream(size_t no) { fail("gpu", no, ": ", kWhy); }
+
+void copyBytes(size_t dev, void*, const void*, size_t) { fail("gpu", dev, ": ", kWhy); }
+void fillZero(size_t dev, void*, size_t) { fail("gpu", dev, ": ", kWhy); }
+void copyStrided(size_t dev, void*, const int64_t*, const void*, const int64_t*, const int64_t*, int, size_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void assign(TensorBase& out, const TensorBase&) { fail(out.getDeviceId().toString(), ": ", kWhy); }
+void gemm(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, double, const void*, int64_t, const void*, int64_t,
+          double, void*, int64_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void gemmBatched(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, int64_t, double, const void*, int64_t,
+                 const int64_t*, const void*, int64_t, const int64_t*, double, void*, int64_t, const int64_t*) {
+  fail("gpu", dev, ": ", kWhy);
+}
 
 }  // namespace cuda
 }  // namespace onyx

@@ -1,0 +1,46 @@
+// GPU kernels that family files call through plain functions: element
+// moving, conversion and GEMM. Like device.h this header has no CUDA types,
+// so g++ compiles its callers; a build without the backend links the stubs
+// in no_cuda.cpp. Work is queued on the device's stream (device.h) and
+// these functions return before it is done; pointers are device pointers on
+// gpu<dev>.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include <onyx/core/tensor.h>
+#include <onyx/core/types.h>
+
+namespace onyx {
+namespace cuda {
+
+// dst = src, `bytes` bytes on one device.
+void copyBytes(size_t dev, void* dst, const void* src, size_t bytes);
+// All-zero bytes (0, 0.0 and false in every type).
+void fillZero(size_t dev, void* p, size_t bytes);
+// dst[sum_k i_k * ds_k] = src[sum_k i_k * ss_k] for every index i of `dims`
+// (strides in elements, possibly negative; elements of `esize` bytes), as
+// the CPU's strided copy (host::StridedPlan).
+void copyStrided(size_t dev, void* dst, const int64_t* ds, const void* src, const int64_t* ss, const int64_t* dims,
+                 int rank, size_t esize);
+// out = in broadcast to out's shape (numpy rules) and converted to out's
+// element type as the CPU's cast converts (integer targets saturate and
+// take NaN to 0; bool is v != 0). Both on the same GPU.
+void assign(TensorBase& out, const TensorBase& in);
+
+// Row-major C = alpha * op(A) . op(B) + beta * C of element type t, as
+// host::gemm (src/backend/cpu/gemm.h): float32 and float64 through cuBLAS
+// in their own precision, float16 and bfloat16 through cuBLAS with float32
+// accumulation, integer types with a kernel that accumulates in 64 bits.
+// When beta is 0, C is not read.
+void gemm(size_t dev, Type t, bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+          const void* A, int64_t lda, const void* B, int64_t ldb, double beta, void* C, int64_t ldc);
+// `batch` GEMMs of one size, matrix i at A + aOffsets[i] (elements) and so
+// on, as host::gemmBatched; offsets are host arrays. Evenly spaced offsets
+// (a broadcast operand: spacing 0) make one strided-batched cuBLAS call.
+void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K,
+                 double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
+                 const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets);
+
+}  // namespace cuda
+}  // namespace onyx
