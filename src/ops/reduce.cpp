@@ -14,6 +14,9 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#ifdef __CUDACC__
+#include <onyx/backend/cuda/reduce.cuh>
+#endif
 #include <onyx/ops/shape.h>
 
 namespace onyx {
@@ -81,12 +84,90 @@ Tensor keptView(KernelCtx& c) {
   return c.out.reshaped(keptShape(c.in[0]->shape(), axes));
 }
 
-// Reduces x into `out` viewed at x's rank: acc = combine(acc, element) from
-// `init`, stored as finish(acc, count).
-template <class T, class Acc, class Combine, class Finish>
-void reduceKept(KernelCtx& c, Acc init, Combine combine, Finish finish) {
-  Tensor out = keptView(c);
-  host::reduceInto<T, Acc>(*c.in[0], *out, init, combine, finish);
+// ---- Reducers: the CPU kernel and the GPU kernel (backend/cuda/reduce.cuh)
+// of each reduction come from one reducer: `init` (made on the host),
+// fold(acc, element), merge(acc, acc) (associative, for partial results on
+// the GPU) and finish(acc, count).
+
+struct Plus {
+  template <class A> ONYX_HD A operator()(A a, A b) const { return a + b; }
+};
+struct Times {
+  template <class A> ONYX_HD A operator()(A a, A b) const { return a * b; }
+};
+template <class A>
+ONYX_HD bool isNan(A v) {
+  if constexpr(std::is_floating_point<A>::value) return v != v;
+  else return false;
+}
+// max and min with NaN propagating (the first NaN stays).
+struct MaxOf {
+  template <class A> ONYX_HD A operator()(A a, A b) const { return (b > a || isNan(b)) && !isNan(a) ? b : a; }
+};
+struct MinOf {
+  template <class A> ONYX_HD A operator()(A a, A b) const { return (b < a || isNan(b)) && !isNan(a) ? b : a; }
+};
+struct Keep {
+  template <class A> ONYX_HD A operator()(A a, int64_t) const { return a; }
+};
+// Integer mean: the exact sum's quotient truncated toward 0 (numpy's mean
+// with an integer dtype); an empty set gives 0.
+struct IntMean {
+  template <class A> ONYX_HD A operator()(A a, int64_t n) const { return n == 0 ? A(0) : static_cast<A>(a / static_cast<A>(n)); }
+};
+struct FloatMean {
+  ONYX_HD double operator()(double a, int64_t n) const { return a / static_cast<double>(n); }
+};
+
+// A reduction whose elements fold in with the op that merges partial results.
+template <class A, class Op, class Fin = Keep>
+struct Folding {
+  A init;
+  ONYX_HD A fold(A a, A v) const { return Op()(a, v); }
+  ONYX_HD A merge(A a, A b) const { return Op()(a, b); }
+  ONYX_HD auto finish(A a, int64_t n) const { return Fin()(a, n); }
+};
+
+// sqrt(sum of squares).
+struct L2Reducer {
+  double init = 0;
+  ONYX_HD double fold(double a, double v) const { return a + v * v; }
+  ONYX_HD double merge(double a, double b) const { return a + b; }
+  ONYX_HD double finish(double a, int64_t) const { return ::sqrt(a); }
+};
+
+// Where a reduction runs: on the CPU, or (in the nvcc build) on the GPU.
+// out is the node's output viewed at x's rank.
+struct ReduceOnHost {
+  template <class T, class R>
+  static void run(const TensorBase& x, TensorBase& out, R r) {
+    using Acc = decltype(r.init);
+    host::reduceInto<T, Acc>(x, out, r.init, [r](Acc a, Acc v) { return r.fold(a, v); },
+                             [r](Acc a, int64_t n) { return r.finish(a, n); });
+  }
+};
+#ifdef __CUDACC__
+struct ReduceOnGpu {
+  template <class T, class R>
+  static void run(const TensorBase& x, TensorBase& out, R r) { cuda::reduceInto<T>(x, out, r); }
+};
+#endif
+
+// The kernels of a reduction: kernel<On>(c, out) dispatches the element type
+// and runs On::run<T>(x, out, reducer).
+template <class Body>
+Kernels reduceKernels(Body body) {
+  auto on = [body](auto where) {
+    return [body, where](KernelCtx& c) {
+      Tensor out = keptView(c);
+      body(where, *c.in[0], *out);
+    };
+  };
+#ifdef __CUDACC__
+  return {on(ReduceOnHost()), on(ReduceOnGpu())};
+#else
+  return {on(ReduceOnHost()), KernelFn()};
+#endif
 }
 
 // Reduced axes of the node (normalised), for backward rules.
@@ -104,12 +185,6 @@ Expr expandGrad(GradCtx& g) { return expand(kept(g, g.dy), g.x(0)->shape()); }
 
 Expr makeReduce(const OpDef& op, Expr x, const std::vector<int>& axes, bool keepdims) {
   return x->graph()->make(op, {x}, {{"axes", attr(axes)}, {"keepdims", attr(keepdims)}});
-}
-
-template <class A>
-bool isNan(A v) {
-  if constexpr(std::is_floating_point<A>::value) return std::isnan(v);
-  else return false;
 }
 
 // Identity of max: -inf for floats (so an empty reduction gives -inf), the
@@ -137,27 +212,30 @@ void extremumGrad(GradCtx& g) {
 // Running (max, scaled sum) state of a stable log-sum-exp: the value is
 // m + log(s) with s = sum exp(x - m), and only one exp per element.
 struct LogSumExpAcc {
-  double m = -std::numeric_limits<double>::infinity();
+  double m = -HUGE_VAL;
   double s = 0;
   LogSumExpAcc() = default;
-  explicit LogSumExpAcc(double v) : m(v), s(1) {}
+  ONYX_HD explicit LogSumExpAcc(double v) : m(v), s(1) {}
 };
 
-LogSumExpAcc combineLse(LogSumExpAcc a, LogSumExpAcc b) {
-  if(a.s == 0) return b;
-  // Equal maxima (including two infinities) add without exp(inf - inf).
-  if(b.m == a.m) { a.s += b.s; return a; }
-  if(b.m < a.m) { a.s += b.s * std::exp(b.m - a.m); return a; }
-  // b.m larger, or NaN, which then propagates through m and s.
-  b.s += a.s * std::exp(a.m - b.m);
-  return b;
-}
-
-double finishLse(LogSumExpAcc a, int64_t) {
-  if(std::isnan(a.s)) return a.s;                   // a NaN input
-  if(a.s == 0 || std::isinf(a.m)) return a.m;      // empty, or an infinite input
-  return a.m + std::log(a.s);
-}
+struct LseReducer {
+  LogSumExpAcc init;
+  ONYX_HD LogSumExpAcc fold(LogSumExpAcc a, LogSumExpAcc v) const { return merge(a, v); }
+  ONYX_HD LogSumExpAcc merge(LogSumExpAcc a, LogSumExpAcc b) const {
+    if(a.s == 0) return b;
+    // Equal maxima (including two infinities) add without exp(inf - inf).
+    if(b.m == a.m) { a.s += b.s; return a; }
+    if(b.m < a.m) { a.s += b.s * ::exp(b.m - a.m); return a; }
+    // b.m larger, or NaN, which then propagates through m and s.
+    b.s += a.s * ::exp(a.m - b.m);
+    return b;
+  }
+  ONYX_HD double finish(LogSumExpAcc a, int64_t) const {
+    if(a.s != a.s) return a.s;                          // a NaN input
+    if(a.s == 0 || a.m == HUGE_VAL || a.m == -HUGE_VAL) return a.m;  // empty, or an infinite input
+    return a.m + ::log(a.s);
+  }
+};
 
 // ---- ONNX import
 
@@ -304,13 +382,13 @@ ONYX_OP(kSum, "sum")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduce)
-    .cpu([](KernelCtx& c) {
-      dispatchNumeric(c.out.type(), "sum", [&](auto tag) {
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchNumeric(x.type(), "sum", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = host::AccOf<T>;
-        reduceKept<T, A>(c, A(0), [](A a, A b) { return a + b; }, [](A a, int64_t) { return a; });
+        decltype(on)::template run<T>(x, out, Folding<A, Plus>{A(0)});
       });
-    })
+    }))
     .backward([](GradCtx& g) { g.add(0, expandGrad(g)); })
     .onnx("ReduceSum", 1, 12)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return sum(x, a, k); }))
@@ -330,21 +408,14 @@ ONYX_OP(kMean, "mean")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduce)
-    .cpu([](KernelCtx& c) {
-      dispatchNumeric(c.out.type(), "mean", [&](auto tag) {
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchNumeric(x.type(), "mean", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr(std::is_integral<T>::value) {
-          // Exact integer sum, then the quotient truncated toward 0 (numpy's
-          // mean with an integer dtype); an empty set gives 0.
-          using A = host::AccOf<T>;
-          reduceKept<T, A>(c, A(0), [](A a, A b) { return a + b; },
-                           [](A a, int64_t n) { return n == 0 ? A(0) : static_cast<A>(a / static_cast<A>(n)); });
-        } else {
-          reduceKept<T, double>(c, 0.0, [](double a, double b) { return a + b; },
-                                [](double a, int64_t n) { return a / static_cast<double>(n); });
-        }
+        using A = host::AccOf<T>;
+        if constexpr(std::is_integral<T>::value) decltype(on)::template run<T>(x, out, Folding<A, Plus, IntMean>{A(0)});
+        else decltype(on)::template run<T>(x, out, Folding<double, Plus, FloatMean>{0.0});
       });
-    })
+    }))
     .backward([](GradCtx& g) {
       double n = static_cast<double>(g.x(0)->shape().elements()) / static_cast<double>(g.y()->shape().elements());
       g.add(0, expand(kept(g, g.dy) * (1.0 / n), g.x(0)->shape()));
@@ -367,14 +438,13 @@ ONYX_OP(kMax, "max")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduceOrdered)
-    .cpu([](KernelCtx& c) {
-      dispatchAll(c.out.type(), "max", [&](auto tag) {
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchAll(x.type(), "max", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = host::AccOf<T>;  // uint64 for bool: false 0, true 1
-        reduceKept<T, A>(c, lowestOf<A>(), [](A a, A b) { return (b > a || isNan(b)) && !isNan(a) ? b : a; },
-                         [](A a, int64_t) { return a; });
+        decltype(on)::template run<T>(x, out, Folding<A, MaxOf>{lowestOf<A>()});
       });
-    })
+    }))
     .backward(extremumGrad)
     .onnx("ReduceMax", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return max(x, a, k); }))
@@ -394,14 +464,13 @@ ONYX_OP(kMin, "min")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduceOrdered)
-    .cpu([](KernelCtx& c) {
-      dispatchAll(c.out.type(), "min", [&](auto tag) {
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchAll(x.type(), "min", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = host::AccOf<T>;  // uint64 for bool: false 0, true 1
-        reduceKept<T, A>(c, highestOf<A>(), [](A a, A b) { return (b < a || isNan(b)) && !isNan(a) ? b : a; },
-                         [](A a, int64_t) { return a; });
+        decltype(on)::template run<T>(x, out, Folding<A, MinOf>{highestOf<A>()});
       });
-    })
+    }))
     .backward(extremumGrad)
     .onnx("ReduceMin", 1, 17)
     .importer(reduceImport(false, [](Expr x, const std::vector<int>& a, bool k) { return min(x, a, k); }))
@@ -421,13 +490,13 @@ ONYX_OP(kProd, "prod")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduce)
-    .cpu([](KernelCtx& c) {
-      dispatchNumeric(c.out.type(), "prod", [&](auto tag) {
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchNumeric(x.type(), "prod", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = host::AccOf<T>;
-        reduceKept<T, A>(c, A(1), [](A a, A b) { return a * b; }, [](A a, int64_t) { return a; });
+        decltype(on)::template run<T>(x, out, Folding<A, Times>{A(1)});
       });
-    })
+    }))
     .backward([](GradCtx& g) {
       // dy/dx_i is the product of the other elements. y / x_i fails at zeros,
       // so: p = product of the nonzero elements (zeros replaced by 1), and
@@ -461,12 +530,11 @@ ONYX_OP(kLogSumExp, "logsumexp")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduceFloat)
-    .cpu([](KernelCtx& c) {
-      dispatchFloat(c.out.type(), "logsumexp", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        reduceKept<T, LogSumExpAcc>(c, LogSumExpAcc(), combineLse, finishLse);
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchFloat(x.type(), "logsumexp", [&](auto tag) {
+        decltype(on)::template run<typename decltype(tag)::type>(x, out, LseReducer());
       });
-    })
+    }))
     // dy/dx = exp(x - y), the softmax of x over the axes.
     .backward([](GradCtx& g) { g.add(0, kept(g, g.dy) * exp(g.x(0) - kept(g, g.y()))); })
     .onnx("ReduceLogSumExp", 1, 17)
@@ -489,13 +557,11 @@ ONYX_OP(kL2Norm, "l2_norm")
     .attr("axes", IntList{})
     .attr("keepdims", int64_t(1))
     .infer(inferReduceFloat)
-    .cpu([](KernelCtx& c) {
-      dispatchFloat(c.out.type(), "l2_norm", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        reduceKept<T, double>(c, 0.0, [](double a, double b) { return a + b * b; },
-                              [](double a, int64_t) { return std::sqrt(a); });
+    .kernel(reduceKernels([](auto on, const TensorBase& x, TensorBase& out) {
+      dispatchFloat(x.type(), "l2_norm", [&](auto tag) {
+        decltype(on)::template run<typename decltype(tag)::type>(x, out, L2Reducer());
       });
-    })
+    }))
     .backward([](GradCtx& g) {
       // dy/dx = x / y. Where y = 0 every x is 0 and the subgradient 0 is
       // taken: the denominator becomes 1 there instead of giving 0/0.

@@ -138,46 +138,61 @@ void Element(F f, const Tensor& out, const Ts&... ins) {
   });
 }
 
-// Reduction of `in` into `out`, where out's shape broadcasts to in's: each out
-// element combines all in elements that broadcast from it. Acc is the
-// accumulator type; finish(acc, count) gives the stored value.
+// Where the elements of a reduction are: `in` reduced into `out`, whose
+// shape broadcasts to in's (in's rank with 1s on the reduced axes, or fewer
+// leading dims). Output o combines the redN elements at
+// base(o) + offset(j), j in [0, redN). Shared by the CPU and GPU kernels.
+struct ReducePlan {
+  int nk = 0, nr = 0;
+  int64_t keptDims[16], keptStr[16], redDims[16], redStr[16];
+  int64_t outN = 1, redN = 1;
+
+  ReducePlan(const Shape& is, const Shape& os) {
+    int r = is.rank();
+    int off = r - os.rank();
+    ONYX_CHECK(r <= 16, "tensors of rank ", r, " are not supported (at most 16)");
+    ONYX_ASSERT(off >= 0, "reduce target ", os, " has higher rank than ", is);
+    auto st = is.strides();
+    for(int i = 0; i < r; ++i) {
+      int64_t od = i >= off ? os.dims()[i - off] : 1;
+      int64_t id = is.dims()[i];
+      if(od == id && !(id == 1)) { keptDims[nk] = id; keptStr[nk++] = st[i]; }
+      else if(od == 1 && id != 1) { redDims[nr] = id; redStr[nr++] = st[i]; }
+      else ONYX_ASSERT(id == 1 || od == id, "cannot reduce ", is, " into ", os);
+    }
+    outN = os.elements();
+    for(int i = 0; i < nr; ++i) redN *= redDims[i];
+  }
+  // Offset in `in` of output o's first element.
+  ONYX_HD int64_t base(int64_t o) const {
+    int64_t b = 0, rem = o;
+    for(int i = nk - 1; i >= 0; --i) { b += (rem % keptDims[i]) * keptStr[i]; rem /= keptDims[i]; }
+    return b;
+  }
+  // Offset of the j-th reduced element from base.
+  ONYX_HD int64_t offset(int64_t j) const {
+    if(nr == 1) return j * redStr[0];
+    int64_t p = 0, q = j;
+    for(int i = nr - 1; i >= 0; --i) { p += (q % redDims[i]) * redStr[i]; q /= redDims[i]; }
+    return p;
+  }
+};
+
+// Reduction of `in` into `out` (ReducePlan): each out element combines all
+// in elements that broadcast from it. Acc is the accumulator type;
+// combine(acc, element) folds an element in, finish(acc, count) gives the
+// stored value.
 template <class T, class Acc, class Combine, class Finish>
 void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine, Finish finish) {
-  const Shape& is = in.shape();
-  const Shape& os = out.shape();
-  int r = is.rank();
-  int off = r - os.rank();
-  ONYX_ASSERT(off >= 0, "reduce target ", os, " has higher rank than ", is);
-  // Split in's dims into kept (match out) and reduced (out has 1 or missing).
-  int64_t keptDims[16], keptStr[16], redDims[16], redStr[16];
-  int nk = 0, nr = 0;
-  auto st = is.strides();
-  for(int i = 0; i < r; ++i) {
-    int64_t od = i >= off ? os.dims()[i - off] : 1;
-    int64_t id = is.dims()[i];
-    if(od == id && !(id == 1)) { keptDims[nk] = id; keptStr[nk++] = st[i]; }
-    else if(od == 1 && id != 1) { redDims[nr] = id; redStr[nr++] = st[i]; }
-    else ONYX_ASSERT(id == 1 || od == id, "cannot reduce ", is, " into ", os);
-  }
-  int64_t outN = out.size(), redN = 1;
-  for(int i = 0; i < nr; ++i) redN *= redDims[i];
+  ReducePlan p(in.shape(), out.shape());
   const T* ip = in.data<T>();
   T* op = out.data<T>();
-  parallelFor(outN, in.size(), [&](int64_t b, int64_t e) {
+  parallelFor(p.outN, in.size(), [&](int64_t b, int64_t e) {
     for(int64_t o = b; o < e; ++o) {
-      int64_t base = 0, rem = o;
-      for(int i = nk - 1; i >= 0; --i) { base += (rem % keptDims[i]) * keptStr[i]; rem /= keptDims[i]; }
+      int64_t base = p.base(o);
       Acc acc = init;
-      if(nr == 1) {
-        for(int64_t j = 0; j < redN; ++j) acc = combine(acc, static_cast<Acc>(load(ip, base + j * redStr[0])));
-      } else {
-        for(int64_t j = 0; j < redN; ++j) {
-          int64_t p = base, q = j;
-          for(int i = nr - 1; i >= 0; --i) { p += (q % redDims[i]) * redStr[i]; q /= redDims[i]; }
-          acc = combine(acc, static_cast<Acc>(load(ip, p)));
-        }
-      }
-      store(op, o, finish(acc, redN));
+      for(int64_t j = 0; j < p.redN; ++j) acc = combine(acc, static_cast<Acc>(load(ip, base + p.offset(j))));
+      store(op, o, finish(acc, p.redN));
     }
   });
 }
