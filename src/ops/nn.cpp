@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -94,13 +95,18 @@ void inferSoftmax(InferCtx& c) {
   infer::sameAsInput0(c);
 }
 
-KernelFn softmaxKernel(bool logOut) {
-  return [logOut](KernelCtx& c) {
+// The CPU kernel here; the GPU's is cuda::softmax (backend/cuda/nn.cu).
+Kernels softmaxKernels(bool logOut) {
+  KernelFn cpu = [logOut](KernelCtx& c) {
     int axis = normAxis(c.in[0]->shape(), c.attrs.i("axis"));
     dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
       softmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis, logOut);
     });
   };
+  KernelFn gpu = [logOut](KernelCtx& c) {
+    cuda::softmax(*c.in[0], c.out, normAxis(c.in[0]->shape(), c.attrs.i("axis")), logOut);
+  };
+  return {cpu, gpu};
 }
 
 // ---- export helpers
@@ -160,7 +166,7 @@ ONYX_OP(kSoftmax, "softmax")
     .inputs(1)
     .attr("axis", int64_t(-1))
     .infer(inferSoftmax)
-    .cpu(softmaxKernel(false))
+    .kernel(softmaxKernels(false))
     // dx = y * (dy - sum(dy * y, axis))
     .backward([](GradCtx& g) {
       int axis = static_cast<int>(g.attrs.i("axis"));
@@ -180,7 +186,7 @@ ONYX_OP(kLogSoftmax, "log_softmax")
     .inputs(1)
     .attr("axis", int64_t(-1))
     .infer(inferSoftmax)
-    .cpu(softmaxKernel(true))
+    .kernel(softmaxKernels(true))
     // dx = dy - softmax(x) * sum(dy, axis), with softmax(x) = exp(y)
     .backward([](GradCtx& g) {
       int axis = static_cast<int>(g.attrs.i("axis"));
@@ -373,6 +379,10 @@ ONYX_OP(kLayerNorm, "layer_norm")
     })
     .cpu([](KernelCtx& c) {
       dispatchFloat(c.out.type(), "layer_norm", [&](auto tag) { layerNormRows<typename decltype(tag)::type>(c); });
+    })
+    .gpu([](KernelCtx& c) {
+      cuda::layerNorm(*c.in[0], *c.in[1], *c.in[2], c.out, normAxis(c.in[0]->shape(), c.attrs.i("axis")),
+                      layerNormEps(c.attrs));
     })
     // With xhat = (x - mean) * rstd over the normalised dims (N elements):
     //   dbeta = dy, dgamma = dy * xhat (GradCtx::add sums the broadcast dims),

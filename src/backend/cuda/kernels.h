@@ -42,5 +42,14 @@ void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, in
                  double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
                  const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets);
 
+// y = softmax(x) (or log-softmax) along `axis` (normalised), as the CPU's
+// kernel (ops/nn.cpp) computes it: the max subtracted, the sum in double.
+void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut);
+// y = (x - mean) / sqrt(var + eps) * gamma + beta over x's dims from `axis`
+// (normalised) on, statistics in double; gamma and beta broadcast to those
+// dims.
+void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& beta, TensorBase& y, int axis,
+               double eps);
+
 }  // namespace cuda
 }  // namespace onyx

@@ -37,6 +37,10 @@ void gemmBatched(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, int64_
                  const int64_t*, const void*, int64_t, const int64_t*, double, void*, int64_t, const int64_t*) {
   fail("gpu", dev, ": ", kWhy);
 }
+void softmax(const TensorBase& x, TensorBase&, int, bool) { fail(x.getDeviceId().toString(), ": ", kWhy); }
+void layerNorm(const TensorBase& x, const TensorBase&, const TensorBase&, TensorBase&, int, double) {
+  fail(x.getDeviceId().toString(), ": ", kWhy);
+}
 
 }  // namespace cuda
 }  // namespace onyx

@@ -40,6 +40,39 @@ __device__ inline Acc shflDown(const Acc& v, int delta) {
   return r;
 }
 
+template <class Acc>
+__device__ inline Acc shflXor(const Acc& v, int mask) {
+  constexpr int kWords = sizeof(Acc) / 4;
+  unsigned w[kWords];
+  memcpy(w, &v, sizeof(Acc));
+  for(int k = 0; k < kWords; ++k) w[k] = __shfl_xor_sync(0xffffffffu, w[k], mask);
+  Acc r = v;
+  memcpy(&r, w, sizeof(Acc));
+  return r;
+}
+
+// Merges acc across the 32 lanes of a warp; every lane gets the result (r's
+// merge must be commutative).
+template <class Acc, class R>
+__device__ inline Acc warpMergeAll(Acc acc, const R& r) {
+  for(int m = 16; m > 0; m /= 2) acc = r.merge(acc, shflXor(acc, m));
+  return acc;
+}
+
+// Merges acc across the threads of a block (blockDim.x a multiple of 32);
+// every thread gets the result. `scratch` is shared memory for 32 Accs.
+template <class Acc, class R>
+__device__ inline Acc blockMergeAll(Acc acc, const R& r, Acc* scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  acc = warpMergeAll(acc, r);
+  if(lane == 0) scratch[warp] = acc;
+  __syncthreads();
+  Acc all = lane < warps ? scratch[lane] : r.init;
+  all = warpMergeAll(all, r);
+  __syncthreads();  // scratch may be reused right after
+  return all;
+}
+
 // Merges acc across the 32 lanes of a warp; lane 0 holds the result.
 template <class Acc, class R>
 __device__ inline Acc warpMerge(Acc acc, const R& r) {
