@@ -32,11 +32,11 @@ constexpr double kGeluCubic = 0.044715;
 
 // y = f(x) on float types, for functors that capture attribute values (so
 // they are built per call, not once per op like ops::unaryFloat).
-template <class F>
-void runUnaryFloat(KernelCtx& c, F f) {
+template <class On, class F>
+void runUnaryFloat(On, KernelCtx& c, F f) {
   dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    host::elementwise<T, T>(f, c.out, *c.in[0]);
+    On::template run<T, T>(f, c.out, *c.in[0]);
   });
 }
 
@@ -783,12 +783,12 @@ ONYX_OP(kGelu, "gelu")
       c.check(a == "none" || a == "tanh", "approximate is '", a, "' but must be \"none\" or \"tanh\"");
       ops::inferFloatUnary(c);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       if(c.attrs.s("approximate") == "tanh")
-        runUnaryFloat(c, 0.5 * _2 * (1.0 + tanh(kSqrt2OverPi * (_2 + kGeluCubic * _2 * _2 * _2))));
+        runUnaryFloat(on, c, 0.5 * _2 * (1.0 + tanh(kSqrt2OverPi * (_2 + kGeluCubic * _2 * _2 * _2))));
       else
-        runUnaryFloat(c, 0.5 * _2 * (1.0 + erf(_2 * kSqrtHalf)));
-    })
+        runUnaryFloat(on, c, 0.5 * _2 * (1.0 + erf(_2 * kSqrtHalf)));
+    }))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       if(g.attrs.s("approximate") == "tanh") {
@@ -896,7 +896,7 @@ ONYX_OP(kClip, "clip")
     .attr("min", -std::numeric_limits<double>::infinity())
     .attr("max", std::numeric_limits<double>::infinity())
     .infer(inferNumericUnary)
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       double lo = c.attrs.f("min"), hi = c.attrs.f("max");
       dispatchNumeric(c.out.type(), "clip", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -910,9 +910,9 @@ ONYX_OP(kClip, "clip")
           l = static_cast<C>(lo);
           h = static_cast<C>(hi);
         }
-        host::elementwise<T, T>(minimum(maximum(_2, l), h), c.out, *c.in[0]);
+        decltype(on)::template run<T, T>(minimum(maximum(_2, l), h), c.out, *c.in[0]);
       });
-    })
+    }))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, maskGrad(logical_and(gt(x, g.attrs.f("min")), lt(x, g.attrs.f("max"))), g.dy, true));
@@ -1134,12 +1134,12 @@ ONYX_OP(kWhere, "where")
       }
       c.type = c.typeOf(1);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       dispatchAll(c.out.type(), "where", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        host::elementwise<T, bool, T, T>(if_then_else(_2, _3, _4), c.out, *c.in[0], *c.in[1], *c.in[2]);
+        decltype(on)::template run<T, bool, T, T>(if_then_else(_2, _3, _4), c.out, *c.in[0], *c.in[1], *c.in[2]);
       });
-    })
+    }))
     .backward([](GradCtx& g) {
       if(g.needs(1)) g.add(1, maskGrad(g.x(0), g.dy, true));
       if(g.needs(2)) g.add(2, maskGrad(g.x(0), g.dy, false));

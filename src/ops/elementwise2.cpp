@@ -24,14 +24,6 @@ using ops::scalarLike;
 
 namespace {
 
-template <class F>
-void runUnaryNumeric(KernelCtx& c, F f) {
-  dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    host::elementwise<T, T>(f, c.out, *c.in[0]);
-  });
-}
-
 // Integer types only (bitwise ops).
 template <class Fn>
 void dispatchInteger(Type t, const char* what, Fn&& fn) {
@@ -447,6 +439,20 @@ ONYX_OP(kPrelu, "prelu")
     .onnx("PRelu", 7)
     .exporter(floatExport("PRelu", 16));
 
+namespace {
+// Shrink of one element, computed in double as ONNX's reference does.
+struct ShrinkOf {
+  double lambd, bias;
+  template <class O, class V>
+  ONYX_HD V operator()(O, V v) const {
+    double d = static_cast<double>(v);
+    if(d < -lambd) return static_cast<V>(d + bias);
+    if(d > lambd) return static_cast<V>(d - bias);
+    return V(0);
+  }
+};
+}  // namespace
+
 // y = x + bias if x < -lambd, x - bias if x > lambd, else 0
 ONYX_OP(kShrink, "shrink")
     .doc("y = x + bias if x < -lambd; x - bias if x > lambd; 0 otherwise")
@@ -454,16 +460,7 @@ ONYX_OP(kShrink, "shrink")
     .attr("lambd", 0.5)
     .attr("bias", 0.0)
     .infer(inferNumericUnary)
-    .cpu([](KernelCtx& c) {
-      double lambd = c.attrs.f("lambd"), bias = c.attrs.f("bias");
-      runUnaryNumeric(c, [lambd, bias](auto, auto v) {
-        using T = decltype(v);
-        double d = static_cast<double>(v);
-        if(d < -lambd) return static_cast<T>(d + bias);
-        if(d > lambd) return static_cast<T>(d - bias);
-        return T(0);
-      });
-    })
+    .kernel(ops::unaryNumericWith([](const Attrs& a) { return ShrinkOf{a.f("lambd"), a.f("bias")}; }))
     .backward([](GradCtx& g) {
       double lambd = g.attrs.f("lambd");
       Expr x = g.x(0);

@@ -89,9 +89,24 @@ template <class F> Kernels binaryNumeric(F f) { return elementwiseKernels<Numeri
 template <class F> Kernels compare(F f) { return elementwiseKernels<AnyToBool, 2>(fixed(f)); }
 template <class F> Kernels logicalUnary(F f) { return elementwiseKernels<BoolOnly, 1>(fixed(f)); }
 template <class F> Kernels logicalBinary(F f) { return elementwiseKernels<BoolOnly, 2>(fixed(f)); }
+// Kernels written once for both devices: body(on, c) runs element-wise
+// work through `on` (OnHost, or OnGpu in the nvcc build), as
+// `decltype(on)::template run<TOut, TIn...>(f, c.out, ins...)`. For kernels
+// that pick their functor or types at run time (where, clip, gelu).
+template <class Body>
+Kernels onDevices(Body body) {
+  KernelFn cpu = [body](KernelCtx& c) { body(OnHost(), c); };
+#ifdef __CUDACC__
+  return {cpu, [body](KernelCtx& c) { body(OnGpu(), c); }};
+#else
+  return {cpu, KernelFn()};
+#endif
+}
+
 // y = f(x) on float types with f made from the node's attributes at run
 // time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
 template <class Make> Kernels unaryFloatWith(Make make) { return elementwiseKernels<FloatTypes, 1>(make); }
+template <class Make> Kernels unaryNumericWith(Make make) { return elementwiseKernels<NumericTypes, 1>(make); }
 
 }  // inline namespace
 
