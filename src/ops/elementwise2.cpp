@@ -81,7 +81,7 @@ T modOf(T a, T b, bool cMod) {
 // a << b or a >> b; shifts by a negative amount or by the width or more give
 // 0 (or -1 for a right shift of a negative value), as ONNX's reference.
 template <class T>
-T shiftOf(T a, T b, bool left) {
+ONYX_HD T shiftOf(T a, T b, bool left) {
   constexpr int bits = static_cast<int>(sizeof(T) * 8);
   using U = std::make_unsigned_t<T>;
   bool inRange = !isNegative(b) && static_cast<uint64_t>(b) < static_cast<uint64_t>(bits);
@@ -89,6 +89,34 @@ T shiftOf(T a, T b, bool left) {
   if(inRange) return static_cast<T>(a >> static_cast<int>(b));
   return isNegative(a) ? static_cast<T>(-1) : T(0);
 }
+
+// Functors of the integer and float tests below (CPU and GPU kernels).
+struct ShiftOf {
+  bool left;
+  template <class O, class T> ONYX_HD T operator()(O, T a, T b) const { return shiftOf(a, b, left); }
+};
+struct BitAnd {
+  template <class O, class T> ONYX_HD T operator()(O, T a, T b) const { return static_cast<T>(a & b); }
+};
+struct BitOr {
+  template <class O, class T> ONYX_HD T operator()(O, T a, T b) const { return static_cast<T>(a | b); }
+};
+struct BitXor {
+  template <class O, class T> ONYX_HD T operator()(O, T a, T b) const { return static_cast<T>(a ^ b); }
+};
+struct BitNot {
+  template <class O, class T> ONYX_HD T operator()(O, T a) const { return static_cast<T>(~a); }
+};
+struct IsNanOf {
+  template <class O, class V> ONYX_HD bool operator()(O, V v) const { return v != v; }
+};
+struct IsInfOf {
+  bool neg, pos;
+  template <class O, class V> ONYX_HD bool operator()(O, V v) const {
+    double d = static_cast<double>(v);
+    return (d == HUGE_VAL && pos) || (d == -HUGE_VAL && neg);
+  }
+};
 
 // ---- ONNX export (as in elementwise.cpp)
 
@@ -288,12 +316,12 @@ ONYX_OP(kIsNan, "is_nan")
     .doc("y = x is NaN (bool)")
     .inputs(1)
     .infer(inferFloatTest)
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       dispatchFloat(c.in[0]->type(), "is_nan", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        host::elementwise<bool, T>([](auto, auto v) { return std::isnan(v); }, c.out, *c.in[0]);
+        decltype(on)::template run<bool, T>(IsNanOf(), c.out, *c.in[0]);
       });
-    })
+    }))
     .notDifferentiable("boolean output")
     .onnx("IsNaN", 9)
     .exporter(floatExport("IsNaN", 13));
@@ -305,14 +333,13 @@ ONYX_OP(kIsInf, "is_inf")
     .attr("detect_negative", int64_t(1))
     .attr("detect_positive", int64_t(1))
     .infer(inferFloatTest)
-    .cpu([](KernelCtx& c) {
-      bool neg = c.attrs.i("detect_negative") != 0, pos = c.attrs.i("detect_positive") != 0;
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
+      IsInfOf f{c.attrs.i("detect_negative") != 0, c.attrs.i("detect_positive") != 0};
       dispatchFloat(c.in[0]->type(), "is_inf", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        host::elementwise<bool, T>(
-            [neg, pos](auto, auto v) { return std::isinf(v) && (v > 0 ? pos : neg); }, c.out, *c.in[0]);
+        decltype(on)::template run<bool, T>(f, c.out, *c.in[0]);
       });
-    })
+    }))
     .notDifferentiable("boolean output")
     .onnx("IsInf", 10)
     .exporter(floatExport("IsInf", 20, 20));
@@ -553,14 +580,13 @@ ONYX_OP(kBitShift, "bit_shift")
       c.check(d == "LEFT" || d == "RIGHT", "direction is '", d, "' but must be \"LEFT\" or \"RIGHT\"");
       inferIntegerBroadcast(c);
     })
-    .cpu([](KernelCtx& c) {
-      bool left = c.attrs.s("direction") == "LEFT";
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
+      ShiftOf f{c.attrs.s("direction") == "LEFT"};
       dispatchInteger(c.out.type(), "bit_shift", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        host::elementwise<T, T, T>([left](auto, T a, T b) { return shiftOf(a, b, left); }, c.out, *c.in[0],
-                                   *c.in[1]);
+        decltype(on)::template run<T, T, T>(f, c.out, *c.in[0], *c.in[1]);
       });
-    })
+    }))
     .notDifferentiable("integer inputs and output")
     .onnx("BitShift", 11)
     .exporter([](OnnxExportCtx& c) {
@@ -572,24 +598,23 @@ ONYX_OP(kBitShift, "bit_shift")
     });
 
 // y = a & b, a | b, a ^ b
-#define EW_BITWISE(VAR, NAME, ONNX, OPER)                                                                  \
+#define EW_BITWISE(VAR, NAME, ONNX, OPER, FUNCTOR)                                                         \
   ONYX_OP(VAR, NAME)                                                                                       \
       .doc("y = a " #OPER " b (bitwise; integers, broadcasting)")                                          \
       .inputs(2)                                                                                           \
       .infer(inferIntegerBroadcast)                                                                        \
-      .cpu([](KernelCtx& c) {                                                                              \
+      .kernel(ops::onDevices([](auto on, KernelCtx& c) {                                                   \
         dispatchInteger(c.out.type(), NAME, [&](auto tag) {                                                \
           using T = typename decltype(tag)::type;                                                          \
-          host::elementwise<T, T, T>([](auto, T a, T b) { return static_cast<T>(a OPER b); }, c.out,       \
-                                     *c.in[0], *c.in[1]);                                                  \
+          decltype(on)::template run<T, T, T>(FUNCTOR(), c.out, *c.in[0], *c.in[1]);                       \
         });                                                                                                \
-      })                                                                                                   \
+      }))                                                                                                  \
       .notDifferentiable("integer inputs and output")                                                      \
       .onnx(ONNX, 18)
 
-EW_BITWISE(kBitwiseAnd, "bitwise_and", "BitwiseAnd", &);
-EW_BITWISE(kBitwiseOr, "bitwise_or", "BitwiseOr", |);
-EW_BITWISE(kBitwiseXor, "bitwise_xor", "BitwiseXor", ^);
+EW_BITWISE(kBitwiseAnd, "bitwise_and", "BitwiseAnd", &, BitAnd);
+EW_BITWISE(kBitwiseOr, "bitwise_or", "BitwiseOr", |, BitOr);
+EW_BITWISE(kBitwiseXor, "bitwise_xor", "BitwiseXor", ^, BitXor);
 #undef EW_BITWISE
 
 // y = ~x
@@ -600,12 +625,12 @@ ONYX_OP(kBitwiseNot, "bitwise_not")
       c.check(isInt(c.typeOf(0)), "input has element type ", c.typeOf(0), " but bitwise_not needs integers");
       infer::sameAsInput0(c);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       dispatchInteger(c.out.type(), "bitwise_not", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        host::elementwise<T, T>([](auto, T a) { return static_cast<T>(~a); }, c.out, *c.in[0]);
+        decltype(on)::template run<T, T>(BitNot(), c.out, *c.in[0]);
       });
-    })
+    }))
     .notDifferentiable("integer input and output")
     .onnx("BitwiseNot", 18);
 

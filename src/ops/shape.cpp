@@ -889,7 +889,7 @@ ONYX_OP(kGather, "gather")
       c.shape = Shape(d);
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       const TensorBase& x = *c.in[0];
       const TensorBase& ix = *c.in[1];
       int64_t e = static_cast<int64_t>(elementBytes(x.type(), "gather"));
@@ -899,6 +899,17 @@ ONYX_OP(kGather, "gather")
       int64_t m = ix.size();
       const char* src = static_cast<const char*>(x.raw());
       char* dst = static_cast<char*>(c.out.raw());
+      if(!c.out.onHost()) {
+        // Indices are checked on the host (a copy of m of them): a kernel
+        // cannot report a bad one.
+        Tensor hix = ix.hostCopy();
+        dispatchIndex(ix.type(), "gather", [&](auto tag) {
+          checkIndices(hix->data<typename decltype(tag)::type>(), m, n, a, c.node);
+        });
+        cuda::gatherRows(c.out.getDeviceId().no, dst, src, ix.raw(), ix.type(), outer, m, n, inner / e,
+                         static_cast<size_t>(e));
+        return;
+      }
       dispatchIndex(ix.type(), "gather", [&](auto tag) {
         using I = typename decltype(tag)::type;
         const I* idx = ix.data<I>();

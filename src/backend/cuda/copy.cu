@@ -83,7 +83,46 @@ struct ConvertTo {
   }
 };
 
+template <class W, class I>
+struct GatherBody {
+  W* dst;
+  const W* src;
+  const I* idx;
+  int64_t m, n, rowElems;
+  __device__ void operator()(int64_t e) const {
+    int64_t r = e / rowElems, k = e % rowElems;
+    int64_t o = r / m, i = static_cast<int64_t>(idx[r % m]);
+    if(i < 0) i += n;
+    dst[e] = src[(o * n + i) * rowElems + k];
+  }
+};
+
+template <class W>
+void gatherOf(size_t dev, void* dst, const void* src, const void* idx, Type idxType, int64_t outer, int64_t m,
+              int64_t n, int64_t rowElems) {
+  auto run = [&](auto* ip) {
+    using I = std::remove_const_t<std::remove_pointer_t<decltype(ip)>>;
+    forEachOn(dev, GatherBody<W, I>{static_cast<W*>(dst), static_cast<const W*>(src), ip, m, n, rowElems},
+              outer * m * rowElems, "gather");
+  };
+  if(idxType == Type::int64) run(static_cast<const int64_t*>(idx));
+  else run(static_cast<const int32_t*>(idx));
+}
+
 }  // namespace
+
+void gatherRows(size_t dev, void* dst, const void* src, const void* idx, Type idxType, int64_t outer, int64_t m,
+                int64_t n, int64_t rowElems, size_t esize) {
+  ONYX_ASSERT(idxType == Type::int64 || idxType == Type::int32, "gather indices of type ", idxType);
+  switch(esize) {
+    case 1: return gatherOf<uint8_t>(dev, dst, src, idx, idxType, outer, m, n, rowElems);
+    case 2: return gatherOf<uint16_t>(dev, dst, src, idx, idxType, outer, m, n, rowElems);
+    case 4: return gatherOf<uint32_t>(dev, dst, src, idx, idxType, outer, m, n, rowElems);
+    case 8: return gatherOf<uint64_t>(dev, dst, src, idx, idxType, outer, m, n, rowElems);
+    default:  // other element sizes move as bytes
+      return gatherOf<uint8_t>(dev, dst, src, idx, idxType, outer, m, n, rowElems * static_cast<int64_t>(esize));
+  }
+}
 
 void copyBytes(size_t dev, void* dst, const void* src, size_t bytes) {
   if(bytes == 0 || dst == src) return;

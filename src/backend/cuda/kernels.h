@@ -23,6 +23,12 @@ void fillZero(size_t dev, void* p, size_t bytes);
 // the CPU's strided copy (host::StridedPlan).
 void copyStrided(size_t dev, void* dst, const int64_t* ds, const void* src, const int64_t* ss, const int64_t* dims,
                  int rank, size_t esize);
+// Gather of rows: for r < outer * m, dst row r = src row o * n + i with
+// o = r / m and i = idx[r % m] (negative: counting from n); rows of
+// rowElems elements of `esize` bytes. idx (int32 or int64, idxType) is on
+// the device and already checked to lie in [-n, n).
+void gatherRows(size_t dev, void* dst, const void* src, const void* idx, Type idxType, int64_t outer, int64_t m,
+                int64_t n, int64_t rowElems, size_t esize);
 // out = in broadcast to out's shape (numpy rules) and converted to out's
 // element type as the CPU's cast converts (integer targets saturate and
 // take NaN to 0; bool is v != 0). Both on the same GPU.
