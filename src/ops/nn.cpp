@@ -476,6 +476,17 @@ std::string indexString(const Shape& shape, int64_t flat) {
 
 // One loss per line of the logits along the class axis; line k's label is
 // labels[k] (the labels are the logits' shape without the class axis).
+// Labels must lie in [0, classes); the error names the first that does not.
+template <class L>
+void checkLabels(const L* labels, const Shape& shape, int64_t classes) {
+  for(int64_t r = 0, rows = shape.elements(); r < rows; ++r) {
+    int64_t l = static_cast<int64_t>(labels[r]);
+    if(l < 0 || l >= classes)
+      fail("cross_entropy: label ", l, " at index ", indexString(shape, r), " of the labels (shape ", shape,
+           ") is out of range for ", classes, " classes; labels must be in [0, ", classes, ")");
+  }
+}
+
 template <class T, class L>
 void crossEntropyRows(KernelCtx& c) {
   const TensorBase& lt = *c.in[0];
@@ -485,12 +496,7 @@ void crossEntropyRows(KernelCtx& c) {
   const int64_t rows = labt.size();
   const L* labels = labt.data<L>();
   // Checked up front, on one thread: an exception must not leave an OpenMP region.
-  for(int64_t r = 0; r < rows; ++r) {
-    int64_t l = static_cast<int64_t>(labels[r]);
-    if(l < 0 || l >= classes)
-      fail("cross_entropy: label ", l, " at index ", indexString(labt.shape(), r), " of the labels (shape ",
-           labt.shape(), ") is out of range for ", classes, " classes; labels must be in [0, ", classes, ")");
-  }
+  checkLabels(labels, labt.shape(), classes);
   const T* x = lt.data<T>();
   T* y = c.out.data<T>();
   host::parallelFor(rows, lt.size(), [&](int64_t b, int64_t e) {
@@ -614,6 +620,16 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
           crossEntropyRows<typename decltype(tag)::type, typename decltype(ltag)::type>(c);
         });
       });
+    })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& logits = *c.in[0];
+      const int axis = normAxis(logits.shape(), c.attrs.i("axis"));
+      // Labels are checked on the host (a copy): a kernel cannot report a bad one.
+      Tensor labels = c.in[1]->hostCopy();
+      dispatchIndex(labels->type(), "cross_entropy labels", [&](auto ltag) {
+        checkLabels(labels->data<typename decltype(ltag)::type>(), labels->shape(), logits.shape().dims()[axis]);
+      });
+      cuda::crossEntropy(logits, *c.in[1], c.out, axis);
     })
     // dlogits = (softmax(logits) - onehot(labels)) * dy with a unit class axis inserted;
     // labels are not differentiable.

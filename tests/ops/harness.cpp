@@ -219,11 +219,69 @@ TEST_P(OpHarness, ForwardAndGradient) {
 // must match the CPU's. Without a usable GPU the test reports itself skipped
 // with the reason; on a GPU machine every op without a GPU kernel yet fails
 // here, by name.
+// Registry ops without a GPU kernel yet, with what each waits for. The list
+// only shrinks: PendingListIsExact fails when an op gains a GPU kernel (take
+// it out here) and when a new op comes without one.
+const std::map<std::string, std::string>& gpuPending() {
+  static const std::map<std::string, std::string> pending = {
+      {"conv", "cuDNN convolution"},
+      {"conv_grad_weight", "cuDNN convolution"},
+      {"conv_transpose", "cuDNN convolution"},
+      {"average_pool", "cuDNN pooling"},
+      {"average_pool_grad", "cuDNN pooling"},
+      {"max_pool", "cuDNN pooling"},
+      {"max_pool_indices", "cuDNN pooling"},
+      {"argmax", "an index-carrying reducer for cuda::reduceInto"},
+      {"argmin", "an index-carrying reducer for cuda::reduceInto"},
+      {"hardmax", "an index-carrying reducer for cuda::reduceInto"},
+      {"topk_indices", "a GPU sort"},
+      {"cumsum", "a GPU scan"},
+      {"cumprod", "a GPU scan"},
+      {"cumprod_grad", "a GPU scan"},
+      {"gather_elements", "index kernels (gather is done)"},
+      {"gather_nd", "index kernels (gather is done)"},
+      {"scatter_add", "index kernels with atomics"},
+      {"scatter_elements", "index kernels with atomics"},
+      {"scatter_nd", "index kernels with atomics"},
+      {"pad", "a GPU form of its index maps"},
+      {"trilu", "a GPU kernel"},
+      {"mod", "a functor form of its kernel"},
+      {"bitcast", "a GPU kernel"},
+      {"resize", "GPU interpolation kernels"},
+      {"resize_grad", "GPU interpolation kernels"},
+      {"grid_sample", "GPU interpolation kernels"},
+      {"grid_sample_grad_x", "GPU interpolation kernels"},
+      {"grid_sample_grad_grid", "GPU interpolation kernels"},
+      {"roi_align", "GPU interpolation kernels"},
+      {"roi_align_grad", "GPU interpolation kernels"},
+      {"det", "cuSOLVER"},
+      {"inverse", "cuSOLVER"},
+      {"quantize_linear", "a GPU kernel"},
+      {"dropout_mask", "a GPU random generator (cuRAND)"},
+      {"random_normal", "a GPU random generator (cuRAND)"},
+      {"random_uniform", "a GPU random generator (cuRAND)"},
+      {"multinomial", "a GPU random generator (cuRAND)"},
+  };
+  return pending;
+}
+
+TEST(OpHarnessGpu, PendingListIsExact) {
+  if(!cuda::compiled()) GTEST_SKIP() << "GPU check not run: " << cuda::unavailable(0);
+  std::set<std::string> lacking;
+  for(const OpDef* op : Registry::instance().all())
+    if(!op->kernels[static_cast<int>(DeviceType::gpu)]) lacking.insert(op->name);
+  for(const auto& kv : gpuPending())
+    EXPECT_TRUE(lacking.count(kv.first)) << kv.first << " has a GPU kernel now: take it out of gpuPending()";
+  for(const auto& name : lacking)
+    EXPECT_TRUE(gpuPending().count(name)) << name << " has no GPU kernel; give it one (or list it with a reason)";
+}
+
 TEST(OpHarnessGpu, EveryCaseMatchesTheCpu) {
   if(cuda::deviceCount() == 0) GTEST_SKIP() << "GPU check not run: " << cuda::unavailable(0);
   for(size_t k = 0; k < cases().size(); ++k) {
     const OpCase& c = cases()[k];
     if(c.stochastic) continue;  // random draws differ between devices by design
+    if(gpuPending().count(c.op)) continue;  // no GPU kernel yet (PendingListIsExact keeps the list true)
     SCOPED_TRACE(c.op + "/" + c.name);
     auto ins = makeInputs(c, 42 + k);
     try {

@@ -51,6 +51,10 @@ void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, in
 // y = softmax(x) (or log-softmax) along `axis` (normalised), as the CPU's
 // kernel (ops/nn.cpp) computes it: the max subtracted, the sum in double.
 void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut);
+// y[k] = -log_softmax(logits)[labels[k]] along `axis` (normalised), in
+// double as the CPU's kernel; labels (int32 or int64, on the device) are
+// already checked to lie in [0, classes).
+void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase& y, int axis);
 // y = (x - mean) / sqrt(var + eps) * gamma + beta over x's dims from `axis`
 // (normalised) on, statistics in double; gamma and beta broadcast to those
 // dims.

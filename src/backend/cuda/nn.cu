@@ -40,22 +40,43 @@ struct Lines {
   __device__ int64_t start(int64_t k) const { return (k / inner) * n * inner + k % inner; }
 };
 
+// What a line computes once its max m and sum s = sum of term(x, m) over
+// the line are known: softmax and log-softmax write the line, cross-entropy
+// one value per line (as the CPU kernels of ops/nn.cpp compute them).
 template <class T>
-__device__ void softmaxLine(const T* x, T* y, int64_t o, int64_t n, int64_t st, bool logOut, int lane, int width,
-                            T m, double s) {
-  // m and s are the line's max and sum of exp(x - m), already merged.
-  if(logOut) {
-    const T lse = m + static_cast<T>(log(s));
-    for(int64_t j = lane; j < n; j += width) y[o + j * st] = x[o + j * st] - lse;
-  } else {
-    const T inv = static_cast<T>(1.0 / s);
-    for(int64_t j = lane; j < n; j += width) y[o + j * st] = static_cast<T>(exp(x[o + j * st] - m)) * inv;
+struct SoftmaxFinish {
+  T* y;
+  bool logOut;
+  __device__ double term(T x, T m) const { return exp(x - m); }  // in T, as the CPU
+  __device__ void operator()(const T* x, int64_t o, int64_t n, int64_t st, int lane, int width, int64_t, T m,
+                             double s) const {
+    if(logOut) {
+      const T lse = m + static_cast<T>(log(s));
+      for(int64_t j = lane; j < n; j += width) y[o + j * st] = x[o + j * st] - lse;
+    } else {
+      const T inv = static_cast<T>(1.0 / s);
+      for(int64_t j = lane; j < n; j += width) y[o + j * st] = static_cast<T>(exp(x[o + j * st] - m)) * inv;
+    }
   }
-}
+};
+
+// y[k] = -log_softmax(x)[label[k]] = lse - x[label], in double.
+template <class T, class L>
+struct CrossEntropyFinish {
+  T* y;
+  const L* labels;
+  __device__ double term(T x, T m) const { return exp(static_cast<double>(x) - static_cast<double>(m)); }
+  __device__ void operator()(const T* x, int64_t o, int64_t, int64_t st, int lane, int, int64_t k, T m,
+                             double s) const {
+    if(lane != 0) return;
+    const double lse = static_cast<double>(m) + log(s);
+    y[k] = static_cast<T>(lse - static_cast<double>(x[o + static_cast<int64_t>(labels[k]) * st]));
+  }
+};
 
 // One line per warp or block (lines contiguous: inner == 1).
-template <class T, bool kBlock>
-__global__ void softmaxGroups(Lines L, const T* x, T* y, bool logOut, T lowest) {
+template <class T, bool kBlock, class Finish>
+__global__ void lineGroups(Lines L, const T* x, Finish fin, T lowest) {
   __shared__ alignas(16) unsigned char scratchBytes[32 * sizeof(double)];
   const int width = kBlock ? blockDim.x : 32;
   const int lane = kBlock ? threadIdx.x : threadIdx.x % 32;
@@ -68,20 +89,19 @@ __global__ void softmaxGroups(Lines L, const T* x, T* y, bool logOut, T lowest) 
     for(int64_t j = lane; j < L.n; j += width) m = mx.merge(m, x[o + j]);
     m = mergeLine<kBlock>(m, mx, reinterpret_cast<T*>(scratchBytes));
     double s = 0;
-    for(int64_t j = lane; j < L.n; j += width) s += exp(x[o + j] - m);
+    for(int64_t j = lane; j < L.n; j += width) s += fin.term(x[o + j], m);
     s = mergeLine<kBlock>(s, SumMerge(), reinterpret_cast<double*>(scratchBytes));
-    softmaxLine(x, y, o, L.n, 1, logOut, lane, width, m, s);
+    fin(x, o, L.n, 1, lane, width, k, m, s);
   }
 }
 
 // One line per thread (lines strided, inner > 1: neighbouring threads read
 // neighbouring elements).
-template <class T>
-struct SoftmaxThreadLine {
+template <class T, class Finish>
+struct LineThread {
   Lines L;
   const T* x;
-  T* y;
-  bool logOut;
+  Finish fin;
   T lowest;
   __device__ void operator()(int64_t k) const {
     const int64_t o = L.start(k), st = L.inner;
@@ -89,8 +109,8 @@ struct SoftmaxThreadLine {
     T m = lowest;
     for(int64_t j = 0; j < L.n; ++j) m = mx.merge(m, x[o + j * st]);
     double s = 0;
-    for(int64_t j = 0; j < L.n; ++j) s += exp(x[o + j * st] - m);
-    softmaxLine(x, y, o, L.n, st, logOut, 0, 1, m, s);
+    for(int64_t j = 0; j < L.n; ++j) s += fin.term(x[o + j * st], m);
+    fin(x, o, L.n, st, 0, 1, k, m, s);
   }
 };
 
@@ -139,8 +159,10 @@ constexpr int kThreads = 256;
 
 }  // namespace
 
-void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut) {
-  const Shape& s = x.shape();
+namespace {
+
+// The lines of x along `axis`: `count` of them, n elements each, inner apart.
+Lines linesOf(const Shape& s, int axis) {
   Lines L{1, 1, 1};
   for(int i = 0; i < s.rank(); ++i) {
     int64_t d = s.dims()[i];
@@ -149,23 +171,48 @@ void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut) {
     else L.inner *= d;
   }
   L.count *= L.inner;
+  return L;
+}
+
+// Runs fin over every line of x (launched on the stream of `out`).
+template <class T, class Finish>
+void forEachLine(const Lines& L, const T* x, Finish fin, const TensorBase& out, const char* what) {
   if(L.count == 0 || L.n == 0) return;
-  dispatchFloat(x.type(), logOut ? "log_softmax" : "softmax", [&](auto tag) {
+  const T lowest = -::cuda::std::numeric_limits<T>::infinity();
+  if(L.inner > 1) {
+    forEach(out, LineThread<T, Finish>{L, x, fin, lowest}, L.count, what);
+    return;
+  }
+  cudaStream_t st = launchFor(out);
+  if(L.n >= kBlockLine) lineGroups<T, true><<<blocksFor(L.count, 1), kThreads, 0, st>>>(L, x, fin, lowest);
+  else lineGroups<T, false><<<blocksFor(L.count, kThreads / 32), kThreads, 0, st>>>(L, x, fin, lowest);
+  checkLaunch(what);
+}
+
+}  // namespace
+
+void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut) {
+  const char* what = logOut ? "log_softmax" : "softmax";
+  dispatchFloat(x.type(), what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr(!kGpuType<T>) fail(what, ": element type ", x.type(), " is not supported on the GPU yet");
+    else forEachLine(linesOf(x.shape(), axis), x.data<T>(), SoftmaxFinish<T>{y.data<T>(), logOut}, y, what);
+  });
+}
+
+void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase& y, int axis) {
+  dispatchFloat(logits.type(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr(!kGpuType<T>) {
-      fail("element type ", x.type(), " is not supported on the GPU yet");
+      fail("cross_entropy: element type ", logits.type(), " is not supported on the GPU yet");
     } else {
-      const T lowest = -::cuda::std::numeric_limits<T>::infinity();
-      const T* xp = x.data<T>();
-      T* yp = y.data<T>();
-      if(L.inner > 1) {
-        forEach(y, SoftmaxThreadLine<T>{L, xp, yp, logOut, lowest}, L.count, "softmax");
-        return;
-      }
-      cudaStream_t st = launchFor(y);
-      if(L.n >= kBlockLine) softmaxGroups<T, true><<<blocksFor(L.count, 1), kThreads, 0, st>>>(L, xp, yp, logOut, lowest);
-      else softmaxGroups<T, false><<<blocksFor(L.count, kThreads / 32), kThreads, 0, st>>>(L, xp, yp, logOut, lowest);
-      checkLaunch("softmax");
+      Lines L = linesOf(logits.shape(), axis);
+      if(labels.type() == Type::int64)
+        forEachLine(L, logits.data<T>(), CrossEntropyFinish<T, int64_t>{y.data<T>(), labels.data<int64_t>()}, y,
+                    "cross_entropy");
+      else
+        forEachLine(L, logits.data<T>(), CrossEntropyFinish<T, int32_t>{y.data<T>(), labels.data<int32_t>()}, y,
+                    "cross_entropy");
     }
   });
 }

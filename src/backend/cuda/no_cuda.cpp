@@ -41,6 +41,9 @@ void gemmBatched(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, int64_
   fail("gpu", dev, ": ", kWhy);
 }
 void softmax(const TensorBase& x, TensorBase&, int, bool) { fail(x.getDeviceId().toString(), ": ", kWhy); }
+void crossEntropy(const TensorBase& x, const TensorBase&, TensorBase&, int) {
+  fail(x.getDeviceId().toString(), ": ", kWhy);
+}
 void layerNorm(const TensorBase& x, const TensorBase&, const TensorBase&, TensorBase&, int, double) {
   fail(x.getDeviceId().toString(), ": ", kWhy);
 }
