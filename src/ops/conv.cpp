@@ -13,6 +13,8 @@
 #include <limits>
 
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/backend/cpu/conv_geom.h>
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -85,18 +87,7 @@ int64_t windowCount(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int
   return out;
 }
 
-// Three spatial dims; the real ones are the last nd.
-struct Geom {
-  int64_t img[3] = {1, 1, 1}, pos[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
-  int64_t imgSize = 1, posSize = 1, kSize = 1;
-  // col == image: 1x1 kernel, stride 1, no padding.
-  bool identity() const {
-    for(int i = 0; i < 3; ++i)
-      if(k[i] != 1 || s[i] != 1 || pb[i] != 0 || pos[i] != img[i]) return false;
-    return true;
-  }
-};
+using Geom = host::ConvGeom;
 
 // img: the tensor windows read (or write); pos: the tensor of window positions.
 Geom makeGeom(const Shape& img, const Shape& pos, const std::vector<int64_t>& kernel, const Spatial& sp) {
@@ -288,6 +279,87 @@ void convGradWeightKernel(KernelCtx& c) {
   const int64_t work = G * Mg * CK * P;
   if(N > 1 && work < kSampleParallelWork) host::parallelFor(N, N * work, block);
   else block(0, N);
+}
+
+// ---- The GPU kernels: the same windows and GEMMs, one sample after the
+// other on the device's stream (im2col / col2im in backend/cuda/conv.cu,
+// GEMMs through cuBLAS), col in the graph's workspace.
+
+// Pointer to element i of a buffer of element size e.
+inline char* at(void* p, int64_t i, int64_t e) { return static_cast<char*>(p) + i * e; }
+inline const char* at(const void* p, int64_t i, int64_t e) { return static_cast<const char*>(p) + i * e; }
+
+void convGpu(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& wt = *c.in[1];
+  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const int nd = xt.shape().rank() - 2;
+  const Geom g = makeGeom(xt.shape(), c.out.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
+  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = wt.shape()[0], G = c.attrs.i("group");
+  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
+  const size_t dev = c.out.getDeviceId().no;
+  const Type t = c.out.type();
+  const int64_t e = typeBits(t) / 8;
+  const bool direct = g.identity();
+  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), t);
+  for(int64_t n = 0; n < N; ++n)
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const char* src = at(xt.raw(), (n * C + grp * Cg) * g.imgSize, e);
+      if(!direct) cuda::im2col(dev, t, src, Cg, g, col->raw());
+      cuda::gemm(dev, t, false, false, Mg, P, CK, 1.0, at(wt.raw(), grp * Mg * CK, e), CK,
+                 direct ? static_cast<const void*>(src) : col->raw(), P, 0.0, at(c.out.raw(), (n * M + grp * Mg) * P, e),
+                 P);
+    }
+  if(bt) cuda::addChannelBias(dev, t, c.out.raw(), bt->raw(), N, M, P);
+}
+
+void convTransposeGpu(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& wt = *c.in[1];
+  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const int nd = xt.shape().rank() - 2;
+  const Geom g = makeGeom(c.out.shape(), xt.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
+  const int64_t N = xt.shape()[0], C = xt.shape()[1], G = c.attrs.i("group");
+  const int64_t Cg = C / G, Mg = wt.shape()[1], M = Mg * G, MK = Mg * g.kSize, P = g.posSize;
+  const size_t dev = c.out.getDeviceId().no;
+  const Type t = c.out.type();
+  const int64_t e = typeBits(t) / 8;
+  const bool direct = g.identity();
+  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{MK, P}), t);
+  for(int64_t n = 0; n < N; ++n)
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const char* xg = at(xt.raw(), (n * C + grp * Cg) * P, e);
+      char* yg = at(c.out.raw(), (n * M + grp * Mg) * g.imgSize, e);
+      // col [Mg*K, P] = W_g^T x_g with W_g stored [Cg, Mg*K]; col2im writes
+      // the group's whole image (each group its own channels).
+      cuda::gemm(dev, t, true, false, MK, P, Cg, 1.0, at(wt.raw(), grp * Cg * MK, e), MK, xg, P, 0.0,
+                 direct ? static_cast<void*>(yg) : col->raw(), P);
+      if(!direct) cuda::col2im(dev, t, col->raw(), Mg, g, yg);
+    }
+  if(bt) cuda::addChannelBias(dev, t, c.out.raw(), bt->raw(), N, M, g.imgSize);
+}
+
+void convGradWeightGpu(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& dyt = *c.in[1];
+  const int nd = xt.shape().rank() - 2;
+  const Geom g = makeGeom(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), spatialOf(c.attrs, nd));
+  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = dyt.shape()[1], G = c.attrs.i("group");
+  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
+  const size_t dev = c.out.getDeviceId().no;
+  const Type t = c.out.type();
+  const int64_t e = typeBits(t) / 8;
+  const bool direct = g.identity();
+  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), t);
+  cuda::fillZero(dev, c.out.raw(), c.out.bytes());
+  for(int64_t n = 0; n < N; ++n)
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const char* src = at(xt.raw(), (n * C + grp * Cg) * g.imgSize, e);
+      if(!direct) cuda::im2col(dev, t, src, Cg, g, col->raw());
+      // dW_g [Mg, CK] += dy_g [Mg, P] col^T
+      cuda::gemm(dev, t, false, true, Mg, CK, P, 1.0, at(dyt.raw(), (n * M + grp * Mg) * P, e), P,
+                 direct ? static_cast<const void*>(src) : col->raw(), P, 1.0, at(c.out.raw(), grp * Mg * CK, e), CK);
+    }
 }
 
 // Dispatches a kernel template over the float and integer types.
@@ -552,6 +624,7 @@ ONYX_OP(kConv, "conv")
       c.shape = Shape(out);
     })
     .cpu(ONYX_CONV_KERNEL(convKernel))
+    .gpu(convGpu)
     // dx = conv_transpose(dy, W) sized like x, dW = conv_grad_weight(x, dy), db = sum of dy.
     .backward([](GradCtx& g) {
       Expr x = g.x(0), W = g.x(1);
@@ -621,6 +694,7 @@ Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
       c.shape = Shape(out);
     })
     .cpu(ONYX_CONV_KERNEL(convTransposeKernel))
+    .gpu(convTransposeGpu)
     // dx = conv(dy, W) (cut to x's size), dW = conv_grad_weight(dy, x), db = sum of dy.
     .backward([](GradCtx& g) {
       Expr x = g.x(0), W = g.x(1);
@@ -728,6 +802,7 @@ Expr conv_transpose(Expr x, Expr W, Expr b, const ConvOptions& o) {
       c.shape = Shape(out);
     })
     .cpu(ONYX_CONV_KERNEL(convGradWeightKernel))
+    .gpu(convGradWeightGpu)
     // Bilinear: <dG, dW(x, dy)> = <dy, conv(x, dG)>.
     .backward([](GradCtx& g) {
       Expr x = g.x(0), dy = g.x(1);

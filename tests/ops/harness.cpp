@@ -224,9 +224,6 @@ TEST_P(OpHarness, ForwardAndGradient) {
 // it out here) and when a new op comes without one.
 const std::map<std::string, std::string>& gpuPending() {
   static const std::map<std::string, std::string> pending = {
-      {"conv", "cuDNN convolution"},
-      {"conv_grad_weight", "cuDNN convolution"},
-      {"conv_transpose", "cuDNN convolution"},
       {"average_pool", "cuDNN pooling"},
       {"average_pool_grad", "cuDNN pooling"},
       {"max_pool", "cuDNN pooling"},

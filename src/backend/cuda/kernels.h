@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/core/tensor.h>
 #include <onyx/core/types.h>
 
@@ -47,6 +48,16 @@ void gemm(size_t dev, Type t, bool transA, bool transB, int64_t M, int64_t N, in
 void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K,
                  double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
                  const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets);
+
+// Convolution as windows and GEMMs (the CPU's algorithm, ops/conv.cpp), of
+// element type t: im2col writes col[(c * K + tap) * P + p] = x[c, window p
+// shifted by tap] (0 in the padding) for C channels; col2im writes x[c, i] =
+// the sum of the col entries whose window covers i (it overwrites x, where
+// the CPU's accumulates); addChannelBias adds b[m] to y[n, m, :] for N
+// samples of M channels of P elements.
+void im2col(size_t dev, Type t, const void* x, int64_t C, const host::ConvGeom& g, void* col);
+void col2im(size_t dev, Type t, const void* col, int64_t C, const host::ConvGeom& g, void* x);
+void addChannelBias(size_t dev, Type t, void* y, const void* b, int64_t N, int64_t M, int64_t P);
 
 // y = softmax(x) (or log-softmax) along `axis` (normalised), as the CPU's
 // kernel (ops/nn.cpp) computes it: the max subtracted, the sum in double.

@@ -41,6 +41,9 @@ void gemmBatched(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, int64_
   fail("gpu", dev, ": ", kWhy);
 }
 void softmax(const TensorBase& x, TensorBase&, int, bool) { fail(x.getDeviceId().toString(), ": ", kWhy); }
+void im2col(size_t dev, Type, const void*, int64_t, const host::ConvGeom&, void*) { fail("gpu", dev, ": ", kWhy); }
+void col2im(size_t dev, Type, const void*, int64_t, const host::ConvGeom&, void*) { fail("gpu", dev, ": ", kWhy); }
+void addChannelBias(size_t dev, Type, void*, const void*, int64_t, int64_t, int64_t) { fail("gpu", dev, ": ", kWhy); }
 void crossEntropy(const TensorBase& x, const TensorBase&, TensorBase&, int) {
   fail(x.getDeviceId().toString(), ": ", kWhy);
 }
