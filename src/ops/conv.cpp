@@ -1129,6 +1129,10 @@ ONYX_OP(kMaxPool, "max_pool")
         maxPoolKernel<typename decltype(tag)::type>(*c.in[0], &c.out, nullptr, p, 0);
       });
     })
+    .gpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      cuda::maxPool(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), nullptr, p.planes, p.g, 0);
+    })
     // dx = dy scattered to each window's first maximum.
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
@@ -1179,6 +1183,11 @@ Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) 
         maxPoolKernel<typename decltype(tag)::type>(*c.in[0], nullptr, &c.out, p, so);
       });
     })
+    .gpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      cuda::maxPool(c.out.getDeviceId().no, c.in[0]->type(), c.in[0]->raw(), nullptr, c.out.data<int64_t>(), p.planes,
+                    p.g, int(c.attrs.i("storage_order")));
+    })
     .notDifferentiable("integer positions; max_pool's gradient uses them")
     .noOnnx("no ONNX op of its own: MaxPool's second output (Indices)")
     .onnxExport(8, [](OnnxExportCtx& c) { exportPool(c, false, true); });
@@ -1206,6 +1215,11 @@ ONYX_OP(kAvgPool, "average_pool")
     })
     .cpu([](KernelCtx& c) {
       dispatchFloat(c.out.type(), "average_pool", [&](auto tag) { avgPoolKernel<typename decltype(tag)::type>(c); });
+    })
+    .gpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      cuda::avgPool(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g,
+                    c.attrs.i("count_include_pad") != 0);
     })
     .backward([](GradCtx& g) {
       AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"});
@@ -1250,6 +1264,11 @@ Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions&
     .cpu([](KernelCtx& c) {
       dispatchFloat(c.out.type(), "average_pool_grad",
                     [&](auto tag) { avgPoolGradKernel<typename decltype(tag)::type>(c); });
+    })
+    .gpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.out.shape(), c.in[0]->shape());
+      cuda::avgPoolGrad(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g,
+                        c.attrs.i("count_include_pad") != 0);
     })
     // Linear: the adjoint of the adjoint is average_pool itself.
     .backward([](GradCtx& g) {

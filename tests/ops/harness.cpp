@@ -224,10 +224,6 @@ TEST_P(OpHarness, ForwardAndGradient) {
 // it out here) and when a new op comes without one.
 const std::map<std::string, std::string>& gpuPending() {
   static const std::map<std::string, std::string> pending = {
-      {"average_pool", "cuDNN pooling"},
-      {"average_pool_grad", "cuDNN pooling"},
-      {"max_pool", "cuDNN pooling"},
-      {"max_pool_indices", "cuDNN pooling"},
       {"argmax", "an index-carrying reducer for cuda::reduceInto"},
       {"argmin", "an index-carrying reducer for cuda::reduceInto"},
       {"hardmax", "an index-carrying reducer for cuda::reduceInto"},

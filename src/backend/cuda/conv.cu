@@ -4,6 +4,8 @@
 // so it needs no atomics and is deterministic.
 #include <onyx/backend/cuda/kernels.h>
 
+#include <cuda/std/limits>
+
 #include <onyx/backend/cuda/common.cuh>
 #include <onyx/core/dispatch.h>
 
@@ -73,6 +75,139 @@ struct ChannelBiasBody {
   __device__ void operator()(int64_t e) const { y[e] += b[(e / P) % M]; }
 };
 
+// Output e = plane * posSize + position: its plane and window position.
+struct Window {
+  int64_t pl, o[3];
+  __device__ Window(const host::ConvGeom& g, int64_t e) {
+    pl = e / g.posSize;
+    const int64_t p = e % g.posSize;
+    o[0] = p / (g.pos[1] * g.pos[2]);
+    o[1] = (p / g.pos[2]) % g.pos[1];
+    o[2] = p % g.pos[2];
+  }
+};
+
+// Taps of window o along axis a inside [lo, hi) (the pool's divisor, per axis).
+__device__ inline int64_t axisCount(const host::ConvGeom& g, int a, int64_t o, bool includePad) {
+  const int64_t lo = includePad ? -g.pb[a] : 0, hi = includePad ? g.img[a] + g.pe[a] : g.img[a];
+  int64_t n = 0;
+  for(int64_t k = 0; k < g.k[a]; ++k) {
+    const int64_t i = o * g.s[a] + k * g.d[a] - g.pb[a];
+    n += i >= lo && i < hi;
+  }
+  return n;
+}
+
+__device__ inline double divisorOf(const host::ConvGeom& g, const int64_t* o, bool includePad) {
+  return double(axisCount(g, 0, o[0], includePad) * axisCount(g, 1, o[1], includePad) *
+                axisCount(g, 2, o[2], includePad));
+}
+
+template <class T>
+struct MaxPoolBody {
+  host::ConvGeom g;
+  const T* x;
+  T* y;
+  int64_t* ind;
+  int storageOrder;
+  __device__ void operator()(int64_t e) const {
+    const Window w(g, e);
+    const T* xp = x + w.pl * g.imgSize;
+    T best = ::cuda::std::numeric_limits<T>::lowest();
+    if constexpr(std::is_floating_point<T>::value) best = -::cuda::std::numeric_limits<T>::infinity();
+    int64_t bi = -1, b0 = 0, b1 = 0, b2 = 0;
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+      const int64_t i0 = w.o[0] * g.s[0] + k0 * g.d[0] - g.pb[0];
+      if(i0 < 0 || i0 >= g.img[0]) continue;
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+        const int64_t i1 = w.o[1] * g.s[1] + k1 * g.d[1] - g.pb[1];
+        if(i1 < 0 || i1 >= g.img[1]) continue;
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const int64_t i2 = w.o[2] * g.s[2] + k2 * g.d[2] - g.pb[2];
+          if(i2 < 0 || i2 >= g.img[2]) continue;
+          const int64_t idx = (i0 * g.img[1] + i1) * g.img[2] + i2;
+          const T v = xp[idx];
+          bool greater = v > best;
+          if constexpr(std::is_floating_point<T>::value) greater = greater || (v != v && best == best);
+          if(bi < 0 || greater) {
+            best = v;
+            bi = idx;
+            b0 = i0;
+            b1 = i1;
+            b2 = i2;
+          }
+        }
+      }
+    }
+    if(y) y[e] = best;
+    if(ind) {
+      const int64_t local = storageOrder == 0 ? bi : b0 + (b1 + b2 * g.img[1]) * g.img[0];
+      ind[e] = bi < 0 ? -1 : w.pl * g.imgSize + local;
+    }
+  }
+};
+
+template <class T>
+struct AvgPoolBody {
+  host::ConvGeom g;
+  const T* x;
+  T* y;
+  bool includePad;
+  __device__ void operator()(int64_t e) const {
+    const Window w(g, e);
+    const T* xp = x + w.pl * g.imgSize;
+    double s = 0;
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+      const int64_t i0 = w.o[0] * g.s[0] + k0 * g.d[0] - g.pb[0];
+      if(i0 < 0 || i0 >= g.img[0]) continue;
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+        const int64_t i1 = w.o[1] * g.s[1] + k1 * g.d[1] - g.pb[1];
+        if(i1 < 0 || i1 >= g.img[1]) continue;
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const int64_t i2 = w.o[2] * g.s[2] + k2 * g.d[2] - g.pb[2];
+          if(i2 < 0 || i2 >= g.img[2]) continue;
+          s += double(xp[(i0 * g.img[1] + i1) * g.img[2] + i2]);
+        }
+      }
+    }
+    const double d = divisorOf(g, w.o, includePad);
+    y[e] = static_cast<T>(d > 0 ? s / d : 0.0);
+  }
+};
+
+// dx element e = plane * imgSize + i gathers dy / divisor over the windows
+// whose taps reach i.
+template <class T>
+struct AvgPoolGradBody {
+  host::ConvGeom g;
+  const T* dy;
+  T* dx;
+  bool includePad;
+  __device__ void operator()(int64_t e) const {
+    const int64_t pl = e / g.imgSize, i = e % g.imgSize;
+    const int64_t at[3] = {i / (g.img[1] * g.img[2]), (i / g.img[2]) % g.img[1], i % g.img[2]};
+    const T* dyp = dy + pl * g.posSize;
+    T sum = T();
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+      const int64_t r0 = at[0] + g.pb[0] - k0 * g.d[0];
+      if(r0 < 0 || r0 % g.s[0] != 0 || r0 / g.s[0] >= g.pos[0]) continue;
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+        const int64_t r1 = at[1] + g.pb[1] - k1 * g.d[1];
+        if(r1 < 0 || r1 % g.s[1] != 0 || r1 / g.s[1] >= g.pos[1]) continue;
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const int64_t r2 = at[2] + g.pb[2] - k2 * g.d[2];
+          if(r2 < 0 || r2 % g.s[2] != 0 || r2 / g.s[2] >= g.pos[2]) continue;
+          const int64_t o[3] = {r0 / g.s[0], r1 / g.s[1], r2 / g.s[2]};
+          const double d = divisorOf(g, o, includePad);
+          if(d <= 0) continue;
+          sum += dyp[(o[0] * g.pos[1] + o[1]) * g.pos[2] + o[2]] / static_cast<T>(d);
+        }
+      }
+    }
+    dx[e] = sum;
+  }
+};
+
 // fn(TypeTag<T>) for the element types the GPU kernels take.
 template <class Fn>
 void dispatchGpu(Type t, const char* what, Fn&& fn) {
@@ -104,6 +239,32 @@ void addChannelBias(size_t dev, Type t, void* y, const void* b, int64_t N, int64
   dispatchGpu(t, "conv bias", [&](auto tag) {
     using T = typename decltype(tag)::type;
     forEachOn(dev, ChannelBiasBody<T>{static_cast<T*>(y), static_cast<const T*>(b), M, P}, N * M * P, "conv bias");
+  });
+}
+
+void maxPool(size_t dev, Type t, const void* x, void* y, int64_t* ind, int64_t planes, const host::ConvGeom& g,
+             int storageOrder) {
+  dispatchGpu(t, "max_pool", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forEachOn(dev, MaxPoolBody<T>{g, static_cast<const T*>(x), static_cast<T*>(y), ind, storageOrder},
+              planes * g.posSize, "max_pool");
+  });
+}
+
+void avgPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const host::ConvGeom& g, bool includePad) {
+  dispatchGpu(t, "average_pool", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forEachOn(dev, AvgPoolBody<T>{g, static_cast<const T*>(x), static_cast<T*>(y), includePad}, planes * g.posSize,
+              "average_pool");
+  });
+}
+
+void avgPoolGrad(size_t dev, Type t, const void* dy, void* dx, int64_t planes, const host::ConvGeom& g,
+                 bool includePad) {
+  dispatchGpu(t, "average_pool_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forEachOn(dev, AvgPoolGradBody<T>{g, static_cast<const T*>(dy), static_cast<T*>(dx), includePad},
+              planes * g.imgSize, "average_pool_grad");
   });
 }
 

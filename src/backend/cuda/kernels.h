@@ -58,6 +58,18 @@ void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, in
 void im2col(size_t dev, Type t, const void* x, int64_t C, const host::ConvGeom& g, void* col);
 void col2im(size_t dev, Type t, const void* col, int64_t C, const host::ConvGeom& g, void* x);
 void addChannelBias(size_t dev, Type t, void* y, const void* b, int64_t N, int64_t M, int64_t P);
+// Pooling over `planes` = N * C planes, a thread per output (as the CPU's
+// kernels in ops/conv.cpp): maxPool writes the max of each window (y, may
+// be null) and/or the flat index of its first maximum (ind, int64, may be
+// null; storageOrder 1 numbers the plane column-major), NaN counting as the
+// largest; avgPool the window mean, over the taps inside the image or, with
+// includePad, inside image and pads; avgPoolGrad its adjoint (dx gathers
+// dy / count from the windows that cover it).
+void maxPool(size_t dev, Type t, const void* x, void* y, int64_t* ind, int64_t planes, const host::ConvGeom& g,
+             int storageOrder);
+void avgPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const host::ConvGeom& g, bool includePad);
+void avgPoolGrad(size_t dev, Type t, const void* dy, void* dx, int64_t planes, const host::ConvGeom& g,
+                 bool includePad);
 
 // y = softmax(x) (or log-softmax) along `axis` (normalised), as the CPU's
 // kernel (ops/nn.cpp) computes it: the max subtracted, the sum in double.

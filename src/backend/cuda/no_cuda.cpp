@@ -44,6 +44,13 @@ void softmax(const TensorBase& x, TensorBase&, int, bool) { fail(x.getDeviceId()
 void im2col(size_t dev, Type, const void*, int64_t, const host::ConvGeom&, void*) { fail("gpu", dev, ": ", kWhy); }
 void col2im(size_t dev, Type, const void*, int64_t, const host::ConvGeom&, void*) { fail("gpu", dev, ": ", kWhy); }
 void addChannelBias(size_t dev, Type, void*, const void*, int64_t, int64_t, int64_t) { fail("gpu", dev, ": ", kWhy); }
+void maxPool(size_t dev, Type, const void*, void*, int64_t*, int64_t, const host::ConvGeom&, int) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void avgPool(size_t dev, Type, const void*, void*, int64_t, const host::ConvGeom&, bool) { fail("gpu", dev, ": ", kWhy); }
+void avgPoolGrad(size_t dev, Type, const void*, void*, int64_t, const host::ConvGeom&, bool) {
+  fail("gpu", dev, ": ", kWhy);
+}
 void crossEntropy(const TensorBase& x, const TensorBase&, TensorBase&, int) {
   fail(x.getDeviceId().toString(), ": ", kWhy);
 }
