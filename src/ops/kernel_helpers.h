@@ -103,6 +103,24 @@ Kernels onDevices(Body body) {
 #endif
 }
 
+// The kernels of a random op: the CPU kernel, and for the GPU the same
+// kernel run on host copies of the inputs, its result copied to the device.
+// So a seeded draw gives the same values on every device (as param
+// initializers do), which is what the random ops promise; the cost is a copy
+// of the output.
+inline Kernels drawOnHost(KernelFn cpu) {
+  KernelFn gpu = [cpu](KernelCtx& c) {
+    std::vector<Tensor> ins;
+    for(TensorBase* t : c.in) ins.push_back(t->hostCopy());
+    Tensor out = TensorBase::create(c.out.shape(), c.out.type());
+    KernelCtx h{c.node, *out, {}, c.attrs, c.rng, c.graph};
+    for(const Tensor& t : ins) h.in.push_back(t.get());
+    cpu(h);
+    c.out.copyFrom(*out);
+  };
+  return {cpu, gpu};
+}
+
 // y = f(x) on float types with f made from the node's attributes at run
 // time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
 template <class Make> Kernels unaryFloatWith(Make make) { return elementwiseKernels<FloatTypes, 1>(make); }

@@ -720,7 +720,7 @@ ONYX_OP(kDropoutMask, "dropout_mask")
       c.shape = Shape(Shape::Dims(s.begin(), s.end()));
       c.type = to;
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::drawOnHost([](KernelCtx& c) {
       const double p = c.attrs.f("p");
       dispatchFloat(c.out.type(), "dropout_mask", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -734,7 +734,7 @@ ONYX_OP(kDropoutMask, "dropout_mask")
           host::store(y, i, u >= p ? scale : C(0));
         }
       });
-    })
+    }))
     .notDifferentiable("a random mask with no inputs; dropout's gradient flows through the mul by the mask")
     // No ONNX op is a bare mask, but Dropout in training mode (opset 12+) on
     // ones outputs exactly 1 / (1 - ratio) where kept and 0 elsewhere: the

@@ -250,10 +250,6 @@ const std::map<std::string, std::string>& gpuPending() {
       {"det", "cuSOLVER"},
       {"inverse", "cuSOLVER"},
       {"quantize_linear", "a GPU kernel"},
-      {"dropout_mask", "a GPU random generator (cuRAND)"},
-      {"random_normal", "a GPU random generator (cuRAND)"},
-      {"random_uniform", "a GPU random generator (cuRAND)"},
-      {"multinomial", "a GPU random generator (cuRAND)"},
   };
   return pending;
 }

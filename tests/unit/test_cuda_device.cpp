@@ -84,5 +84,24 @@ TEST(CudaDevice, WorkspaceAndParamsOnTheGpu) {
   EXPECT_EQ(c->val()->toVector<float>(), (std::vector<float>{1, 2, 3, 4}));
 }
 
+// Random ops draw on the host (ops::drawOnHost): the same seed gives the
+// same values on the GPU as on the CPU.
+TEST(CudaDevice, RandomDrawsMatchTheCpu) {
+  REQUIRE_GPU();
+  std::vector<float> draws[2];
+  for(int d = 0; d < 2; ++d) {
+    auto g = New<ExpressionGraph>();
+    if(d == 1) g->setDevice(gpu(0));
+    g->setSeed(11);
+    Expr u = random_uniform(g.get(), {4, 5}, -1.0, 2.0);
+    Expr m = dropout_mask(g.get(), {4, 5}, 0.25f, Type::float32);
+    Expr y = u * m;
+    g->forward();
+    EXPECT_EQ(y->val()->getDeviceId(), d == 1 ? gpu(0) : cpu(0));
+    draws[d] = y->val()->toVector<float>();
+  }
+  EXPECT_EQ(draws[1], draws[0]);
+}
+
 }  // namespace
 }  // namespace onyx
