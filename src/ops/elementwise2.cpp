@@ -59,7 +59,7 @@ Expr maskGrad(Expr mask, Expr dy, bool whereTrue) {
 // a mod b: with fmod the sign of a (C's %, fmod), without it the sign of b
 // (Python's %). Integer b = 0 gives 0 instead of trapping.
 template <class T>
-T modOf(T a, T b, bool cMod) {
+ONYX_HD T modOf(T a, T b, bool cMod) {
   if constexpr(std::is_integral<T>::value) {
     if(b == T(0)) return T(0);
     if constexpr(std::is_signed<T>::value) {
@@ -91,6 +91,10 @@ ONYX_HD T shiftOf(T a, T b, bool left) {
 }
 
 // Functors of the integer and float tests below (CPU and GPU kernels).
+struct ModOf {
+  bool cMod;
+  template <class O, class T> ONYX_HD T operator()(O, T a, T b) const { return modOf(a, b, cMod); }
+};
 struct ShiftOf {
   bool left;
   template <class O, class T> ONYX_HD T operator()(O, T a, T b) const { return shiftOf(a, b, left); }
@@ -520,14 +524,13 @@ ONYX_OP(kMod, "mod")
       infer::broadcast(c);
       c.check(c.type != Type::boolean, "inputs are bool but mod needs numbers");
     })
-    .cpu([](KernelCtx& c) {
-      bool cMod = c.attrs.i("fmod") != 0;
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
+      ModOf f{c.attrs.i("fmod") != 0};
       dispatchNumeric(c.out.type(), "mod", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        host::elementwise<T, T, T>([cMod](auto, auto a, auto b) { return modOf(a, b, cMod); }, c.out, *c.in[0],
-                                   *c.in[1]);
+        decltype(on)::template run<T, T, T>(f, c.out, *c.in[0], *c.in[1]);
       });
-    })
+    }))
     .backward([](GradCtx& g) {
       // a = q b + y with q integer (constant almost everywhere): dy/da = 1,
       // dy/db = -q.

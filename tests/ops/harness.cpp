@@ -238,7 +238,6 @@ const std::map<std::string, std::string>& gpuPending() {
       {"scatter_nd", "index kernels with atomics"},
       {"pad", "a GPU form of its index maps"},
       {"trilu", "a GPU kernel"},
-      {"mod", "a functor form of its kernel"},
       {"bitcast", "a GPU kernel"},
       {"resize", "GPU interpolation kernels"},
       {"resize_grad", "GPU interpolation kernels"},
