@@ -112,6 +112,37 @@ Geom makeGeom(const Shape& img, const Shape& pos, const std::vector<int64_t>& ke
 
 std::vector<int64_t> spatialDims(const Shape& s) { return std::vector<int64_t>(s.dims().begin() + 2, s.dims().end()); }
 
+// The sizes of a convolution over x [N, C, img..] with windows at pos
+// [N, M, pos..] (y, or dy for the weight gradient) and taps `kernel`: G
+// groups of Cg input and Mg output channels, CK = Cg * taps rows of col,
+// P positions; direct when col is x itself (1x1, stride 1, no pads).
+struct ConvDims {
+  Geom g;
+  int64_t N, C, M, G, Cg, Mg, CK, P;
+  bool direct;
+};
+ConvDims convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& kernel, const Attrs& a) {
+  ConvDims d;
+  d.g = makeGeom(x, pos, kernel, spatialOf(a, x.rank() - 2));
+  d.N = x[0];
+  d.C = x[1];
+  d.M = pos[1];
+  d.G = a.i("group");
+  d.Cg = d.C / d.G;
+  d.Mg = d.M / d.G;
+  d.CK = d.Cg * d.g.kSize;
+  d.P = d.g.posSize;
+  d.direct = d.g.identity();
+  return d;
+}
+
+// A transposed convolution is a convolution seen from its output: y is the
+// image the windows write into and x holds the positions, so its input
+// channels are the ConvDims' M and its output channels C.
+ConvDims transposedDims(KernelCtx& c) {
+  return convDims(c.out.shape(), c.in[0]->shape(), spatialDims(c.in[1]->shape()), c.attrs);
+}
+
 // col[(c * K + kk) * P + p] = x[c, position p shifted by tap kk] (0 outside).
 template <class T>
 void im2col(const T* x, int64_t C, const Geom& g, T* col) {
@@ -201,11 +232,10 @@ void convKernel(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
   const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
-  const int nd = xt.shape().rank() - 2;
-  const Geom g = makeGeom(xt.shape(), c.out.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
-  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = wt.shape()[0], G = c.attrs.i("group");
-  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
-  const bool direct = g.identity();
+  const ConvDims cd = convDims(xt.shape(), c.out.shape(), spatialDims(wt.shape()), c.attrs);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
+  const bool direct = cd.direct;
   const T* x = xt.data<T>();
   const T* w = wt.data<T>();
   T* y = c.out.data<T>();
@@ -225,12 +255,10 @@ void convTransposeKernel(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
   const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
-  const int nd = xt.shape().rank() - 2;
-  // The output is the image the windows write into; x holds the positions.
-  const Geom g = makeGeom(c.out.shape(), xt.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
-  const int64_t N = xt.shape()[0], C = xt.shape()[1], G = c.attrs.i("group");
-  const int64_t Cg = C / G, Mg = wt.shape()[1], M = Mg * G, MK = Mg * g.kSize, P = g.posSize;
-  const bool direct = g.identity();
+  const ConvDims cd = transposedDims(c);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.M, G = cd.G, Cg = cd.Mg, Mg = cd.Cg, M = cd.C, MK = cd.CK, P = cd.P;
+  const bool direct = cd.direct;
   const T* x = xt.data<T>();
   const T* w = wt.data<T>();
   T* y = c.out.data<T>();
@@ -252,11 +280,10 @@ template <class T>
 void convGradWeightKernel(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& dyt = *c.in[1];
-  const int nd = xt.shape().rank() - 2;
-  const Geom g = makeGeom(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), spatialOf(c.attrs, nd));
-  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = dyt.shape()[1], G = c.attrs.i("group");
-  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
-  const bool direct = g.identity();
+  const ConvDims cd = convDims(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), c.attrs);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
+  const bool direct = cd.direct;
   const T* x = xt.data<T>();
   const T* dy = dyt.data<T>();
   T* dw = c.out.data<T>();
@@ -293,14 +320,13 @@ void convGpu(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
   const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
-  const int nd = xt.shape().rank() - 2;
-  const Geom g = makeGeom(xt.shape(), c.out.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
-  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = wt.shape()[0], G = c.attrs.i("group");
-  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
+  const ConvDims cd = convDims(xt.shape(), c.out.shape(), spatialDims(wt.shape()), c.attrs);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
   const size_t dev = c.out.getDeviceId().no;
   const Type t = c.out.type();
   const int64_t e = typeBits(t) / 8;
-  const bool direct = g.identity();
+  const bool direct = cd.direct;
   Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), t);
   for(int64_t n = 0; n < N; ++n)
     for(int64_t grp = 0; grp < G; ++grp) {
@@ -317,14 +343,13 @@ void convTransposeGpu(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
   const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
-  const int nd = xt.shape().rank() - 2;
-  const Geom g = makeGeom(c.out.shape(), xt.shape(), spatialDims(wt.shape()), spatialOf(c.attrs, nd));
-  const int64_t N = xt.shape()[0], C = xt.shape()[1], G = c.attrs.i("group");
-  const int64_t Cg = C / G, Mg = wt.shape()[1], M = Mg * G, MK = Mg * g.kSize, P = g.posSize;
+  const ConvDims cd = transposedDims(c);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.M, G = cd.G, Cg = cd.Mg, Mg = cd.Cg, M = cd.C, MK = cd.CK, P = cd.P;
   const size_t dev = c.out.getDeviceId().no;
   const Type t = c.out.type();
   const int64_t e = typeBits(t) / 8;
-  const bool direct = g.identity();
+  const bool direct = cd.direct;
   Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{MK, P}), t);
   for(int64_t n = 0; n < N; ++n)
     for(int64_t grp = 0; grp < G; ++grp) {
@@ -342,14 +367,13 @@ void convTransposeGpu(KernelCtx& c) {
 void convGradWeightGpu(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& dyt = *c.in[1];
-  const int nd = xt.shape().rank() - 2;
-  const Geom g = makeGeom(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), spatialOf(c.attrs, nd));
-  const int64_t N = xt.shape()[0], C = xt.shape()[1], M = dyt.shape()[1], G = c.attrs.i("group");
-  const int64_t Cg = C / G, Mg = M / G, CK = Cg * g.kSize, P = g.posSize;
+  const ConvDims cd = convDims(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), c.attrs);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
   const size_t dev = c.out.getDeviceId().no;
   const Type t = c.out.type();
   const int64_t e = typeBits(t) / 8;
-  const bool direct = g.identity();
+  const bool direct = cd.direct;
   Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), t);
   cuda::fillZero(dev, c.out.raw(), c.out.bytes());
   for(int64_t n = 0; n < N; ++n)

@@ -14,6 +14,48 @@ namespace cuda {
 
 namespace {
 
+// f(idx, i) for the taps of the window at position o that fall inside the
+// image: idx the flat image index, i the coordinates.
+template <class F>
+__device__ inline void forWindowTaps(const host::ConvGeom& g, const int64_t* o, F&& f) {
+  for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    const int64_t i0 = o[0] * g.s[0] + k0 * g.d[0] - g.pb[0];
+    if(i0 < 0 || i0 >= g.img[0]) continue;
+    for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      const int64_t i1 = o[1] * g.s[1] + k1 * g.d[1] - g.pb[1];
+      if(i1 < 0 || i1 >= g.img[1]) continue;
+      for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        const int64_t i2 = o[2] * g.s[2] + k2 * g.d[2] - g.pb[2];
+        if(i2 < 0 || i2 >= g.img[2]) continue;
+        const int64_t i[3] = {i0, i1, i2};
+        f((i0 * g.img[1] + i1) * g.img[2] + i2, i);
+      }
+    }
+  }
+}
+
+// f(tap, p, o) for the windows whose taps reach image element `flat`: tap
+// the flat tap index, p the flat window position, o its coordinates (the
+// adjoint of forWindowTaps, so sums over it need no atomics).
+template <class F>
+__device__ inline void forCoveringWindows(const host::ConvGeom& g, int64_t flat, F&& f) {
+  const int64_t at[3] = {flat / (g.img[1] * g.img[2]), (flat / g.img[2]) % g.img[1], flat % g.img[2]};
+  for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    const int64_t r0 = at[0] + g.pb[0] - k0 * g.d[0];
+    if(r0 < 0 || r0 % g.s[0] != 0 || r0 / g.s[0] >= g.pos[0]) continue;
+    for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      const int64_t r1 = at[1] + g.pb[1] - k1 * g.d[1];
+      if(r1 < 0 || r1 % g.s[1] != 0 || r1 / g.s[1] >= g.pos[1]) continue;
+      for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        const int64_t r2 = at[2] + g.pb[2] - k2 * g.d[2];
+        if(r2 < 0 || r2 % g.s[2] != 0 || r2 / g.s[2] >= g.pos[2]) continue;
+        const int64_t o[3] = {r0 / g.s[0], r1 / g.s[1], r2 / g.s[2]};
+        f((k0 * g.k[1] + k1) * g.k[2] + k2, (o[0] * g.pos[1] + o[1]) * g.pos[2] + o[2], o);
+      }
+    }
+  }
+}
+
 // col index e = (c * K + tap) * P + p.
 template <class T>
 struct Im2colBody {
@@ -45,24 +87,11 @@ struct Col2imBody {
   const T* col;
   T* x;
   __device__ void operator()(int64_t e) const {
-    const int64_t i = e % g.imgSize, c = e / g.imgSize;
-    const int64_t at[3] = {i / (g.img[1] * g.img[2]), (i / g.img[2]) % g.img[1], i % g.img[2]};
+    const int64_t c = e / g.imgSize;
     T sum = T();
-    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-      const int64_t r0 = at[0] + g.pb[0] - k0 * g.d[0];
-      if(r0 < 0 || r0 % g.s[0] != 0 || r0 / g.s[0] >= g.pos[0]) continue;
-      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-        const int64_t r1 = at[1] + g.pb[1] - k1 * g.d[1];
-        if(r1 < 0 || r1 % g.s[1] != 0 || r1 / g.s[1] >= g.pos[1]) continue;
-        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-          const int64_t r2 = at[2] + g.pb[2] - k2 * g.d[2];
-          if(r2 < 0 || r2 % g.s[2] != 0 || r2 / g.s[2] >= g.pos[2]) continue;
-          const int64_t tap = (k0 * g.k[1] + k1) * g.k[2] + k2;
-          const int64_t p = ((r0 / g.s[0]) * g.pos[1] + r1 / g.s[1]) * g.pos[2] + r2 / g.s[2];
-          sum += col[(c * g.kSize + tap) * g.posSize + p];
-        }
-      }
-    }
+    forCoveringWindows(g, e % g.imgSize, [&](int64_t tap, int64_t p, const int64_t*) {
+      sum += col[(c * g.kSize + tap) * g.posSize + p];
+    });
     x[e] = sum;
   }
 };
@@ -116,29 +145,18 @@ struct MaxPoolBody {
     T best = ::cuda::std::numeric_limits<T>::lowest();
     if constexpr(std::is_floating_point<T>::value) best = -::cuda::std::numeric_limits<T>::infinity();
     int64_t bi = -1, b0 = 0, b1 = 0, b2 = 0;
-    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-      const int64_t i0 = w.o[0] * g.s[0] + k0 * g.d[0] - g.pb[0];
-      if(i0 < 0 || i0 >= g.img[0]) continue;
-      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-        const int64_t i1 = w.o[1] * g.s[1] + k1 * g.d[1] - g.pb[1];
-        if(i1 < 0 || i1 >= g.img[1]) continue;
-        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-          const int64_t i2 = w.o[2] * g.s[2] + k2 * g.d[2] - g.pb[2];
-          if(i2 < 0 || i2 >= g.img[2]) continue;
-          const int64_t idx = (i0 * g.img[1] + i1) * g.img[2] + i2;
-          const T v = xp[idx];
-          bool greater = v > best;
-          if constexpr(std::is_floating_point<T>::value) greater = greater || (v != v && best == best);
-          if(bi < 0 || greater) {
-            best = v;
-            bi = idx;
-            b0 = i0;
-            b1 = i1;
-            b2 = i2;
-          }
-        }
+    forWindowTaps(g, w.o, [&](int64_t idx, const int64_t* i) {
+      const T v = xp[idx];
+      bool greater = v > best;
+      if constexpr(std::is_floating_point<T>::value) greater = greater || (v != v && best == best);
+      if(bi < 0 || greater) {
+        best = v;
+        bi = idx;
+        b0 = i[0];
+        b1 = i[1];
+        b2 = i[2];
       }
-    }
+    });
     if(y) y[e] = best;
     if(ind) {
       const int64_t local = storageOrder == 0 ? bi : b0 + (b1 + b2 * g.img[1]) * g.img[0];
@@ -157,19 +175,7 @@ struct AvgPoolBody {
     const Window w(g, e);
     const T* xp = x + w.pl * g.imgSize;
     double s = 0;
-    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-      const int64_t i0 = w.o[0] * g.s[0] + k0 * g.d[0] - g.pb[0];
-      if(i0 < 0 || i0 >= g.img[0]) continue;
-      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-        const int64_t i1 = w.o[1] * g.s[1] + k1 * g.d[1] - g.pb[1];
-        if(i1 < 0 || i1 >= g.img[1]) continue;
-        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-          const int64_t i2 = w.o[2] * g.s[2] + k2 * g.d[2] - g.pb[2];
-          if(i2 < 0 || i2 >= g.img[2]) continue;
-          s += double(xp[(i0 * g.img[1] + i1) * g.img[2] + i2]);
-        }
-      }
-    }
+    forWindowTaps(g, w.o, [&](int64_t idx, const int64_t*) { s += double(xp[idx]); });
     const double d = divisorOf(g, w.o, includePad);
     y[e] = static_cast<T>(d > 0 ? s / d : 0.0);
   }
@@ -184,26 +190,12 @@ struct AvgPoolGradBody {
   T* dx;
   bool includePad;
   __device__ void operator()(int64_t e) const {
-    const int64_t pl = e / g.imgSize, i = e % g.imgSize;
-    const int64_t at[3] = {i / (g.img[1] * g.img[2]), (i / g.img[2]) % g.img[1], i % g.img[2]};
-    const T* dyp = dy + pl * g.posSize;
+    const T* dyp = dy + (e / g.imgSize) * g.posSize;
     T sum = T();
-    for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
-      const int64_t r0 = at[0] + g.pb[0] - k0 * g.d[0];
-      if(r0 < 0 || r0 % g.s[0] != 0 || r0 / g.s[0] >= g.pos[0]) continue;
-      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-        const int64_t r1 = at[1] + g.pb[1] - k1 * g.d[1];
-        if(r1 < 0 || r1 % g.s[1] != 0 || r1 / g.s[1] >= g.pos[1]) continue;
-        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-          const int64_t r2 = at[2] + g.pb[2] - k2 * g.d[2];
-          if(r2 < 0 || r2 % g.s[2] != 0 || r2 / g.s[2] >= g.pos[2]) continue;
-          const int64_t o[3] = {r0 / g.s[0], r1 / g.s[1], r2 / g.s[2]};
-          const double d = divisorOf(g, o, includePad);
-          if(d <= 0) continue;
-          sum += dyp[(o[0] * g.pos[1] + o[1]) * g.pos[2] + o[2]] / static_cast<T>(d);
-        }
-      }
-    }
+    forCoveringWindows(g, e % g.imgSize, [&](int64_t, int64_t p, const int64_t* o) {
+      const double d = divisorOf(g, o, includePad);
+      if(d > 0) sum += dyp[p] / static_cast<T>(d);
+    });
     dx[e] = sum;
   }
 };
