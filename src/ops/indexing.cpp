@@ -15,6 +15,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -309,6 +310,15 @@ void argKernel(KernelCtx& c) {
       }
     });
   });
+}
+
+template <bool Max>
+void argKernelGpu(KernelCtx& c) {
+  const TensorBase& x = *c.in[0];
+  const auto& xd = x.shape().dims();
+  int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+  cuda::argExtreme(c.out.getDeviceId().no, x.type(), x.raw(), c.out.data<int64_t>(), prodDims(xd, 0, a), xd[a],
+                   prodDims(xd, a + 1, xd.size()), Max, c.attrs.i("select_last_index") != 0);
 }
 
 // ---------------------------------------------------------------- ONNX export
@@ -685,6 +695,7 @@ ONYX_OP(kArgMax, "argmax")
     .attr("select_last_index", int64_t(0))
     .infer(inferArg)
     .cpu(argKernel<true>)
+    .gpu(argKernelGpu<true>)
     .notDifferentiable("integer output (indices)")
     .onnx("ArgMax", 1)
     .exporter([](OnnxExportCtx& c) { emitArg(c, "ArgMax"); });
@@ -699,6 +710,7 @@ ONYX_OP(kArgMin, "argmin")
     .attr("select_last_index", int64_t(0))
     .infer(inferArg)
     .cpu(argKernel<false>)
+    .gpu(argKernelGpu<false>)
     .notDifferentiable("integer output (indices)")
     .onnx("ArgMin", 1)
     .exporter([](OnnxExportCtx& c) { emitArg(c, "ArgMin"); });

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -86,6 +87,11 @@ ONYX_OP(kTrilu, "trilu")
           if(hi > lo) std::memset(dst + row + static_cast<size_t>(lo) * e, 0, static_cast<size_t>(hi - lo) * e);
         }
       });
+    })
+    .gpu([](KernelCtx& c) {
+      const Shape& s = c.in[0]->shape();
+      cuda::trilu(c.out.getDeviceId().no, c.in[0]->raw(), c.out.raw(), c.out.size(), s[-2], s[-1],
+                  clampK(c.attrs.i("k"), s), c.attrs.i("upper") != 0, static_cast<size_t>(typeBits(c.out.type()) / 8));
     })
     .backward([](GradCtx& g) { g.add(0, trilu(g.dy, g.attrs.i("upper") != 0, g.attrs.i("k"))); })
     .onnx("Trilu", 14)

@@ -30,6 +30,17 @@ void copyStrided(size_t dev, void* dst, const int64_t* ds, const void* src, cons
 // the device and already checked to lie in [-n, n).
 void gatherRows(size_t dev, void* dst, const void* src, const void* idx, Type idxType, int64_t outer, int64_t m,
                 int64_t n, int64_t rowElems, size_t esize);
+// y[r] = the position along the middle dim of the largest (max) or
+// smallest element of line r of x [outer, n, inner] (r < outer * inner),
+// NaN above every number, ties to the first or (last) the last, as the
+// CPU's argmax/argmin.
+void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max,
+                bool last);
+// y = x with the elements of its [n, m] matrices outside the kept triangle
+// zeroed: kept where j - i >= k (upper) or j - i <= k; `count` elements of
+// `esize` bytes.
+void trilu(size_t dev, const void* x, void* y, int64_t count, int64_t n, int64_t m, int64_t k, bool upper,
+           size_t esize);
 // out = in broadcast to out's shape (numpy rules) and converted to out's
 // element type as the CPU's cast converts (integer targets saturate and
 // take NaN to 0; bool is v != 0). Both on the same GPU.

@@ -31,6 +31,12 @@ void copyStrided(size_t dev, void*, const int64_t*, const void*, const int64_t*,
 void gatherRows(size_t dev, void*, const void*, const void*, Type, int64_t, int64_t, int64_t, int64_t, size_t) {
   fail("gpu", dev, ": ", kWhy);
 }
+void argExtreme(size_t dev, Type, const void*, int64_t*, int64_t, int64_t, int64_t, bool, bool) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void trilu(size_t dev, const void*, void*, int64_t, int64_t, int64_t, int64_t, bool, size_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
 void assign(TensorBase& out, const TensorBase&) { fail(out.getDeviceId().toString(), ": ", kWhy); }
 void gemm(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, double, const void*, int64_t, const void*, int64_t,
           double, void*, int64_t) {

@@ -1,0 +1,95 @@
+// GPU index kernels (kernels.h): argmax / argmin, and trilu's masked copy,
+// computed as the CPU kernels compute them (ops/indexing.cpp, shape2.cpp).
+#include <onyx/backend/cuda/kernels.h>
+
+#include <onyx/backend/cuda/common.cuh>
+#include <onyx/core/dispatch.h>
+
+namespace onyx {
+namespace cuda {
+
+namespace {
+
+template <class A>
+__device__ inline bool isNanDev(A v) {
+  if constexpr(std::is_floating_point<A>::value) return v != v;
+  else return false;
+}
+// a > b with NaN above every number (as `above` in ops/indexing.cpp).
+template <class A>
+__device__ inline bool aboveDev(A a, A b) {
+  if(isNanDev(a)) return !isNanDev(b);
+  if(isNanDev(b)) return false;
+  return a > b;
+}
+
+// One line per thread, scanned in order as the CPU does, so ties and NaNs
+// resolve the same way.
+template <class T>
+struct ArgBody {
+  const T* x;
+  int64_t* y;
+  int64_t n, inner;
+  bool max, last;
+  __device__ void operator()(int64_t r) const {
+    const int64_t base = (r / inner) * n * inner + r % inner;
+    T best = x[base];
+    int64_t at = 0;
+    for(int64_t j = 1; j < n; ++j) {
+      const T v = x[base + j * inner];
+      const bool better = max ? aboveDev(v, best) : aboveDev(best, v);
+      if(better || (last && (v == best || (isNanDev(v) && isNanDev(best))))) {
+        best = v;
+        at = j;
+      }
+    }
+    y[r] = at;
+  }
+};
+
+// Element e of rows of m: kept or zero by the diagonal offset k.
+template <class W>
+struct TriluBody {
+  const W* x;
+  W* y;
+  int64_t n, m, k;
+  bool upper;
+  __device__ void operator()(int64_t e) const {
+    const int64_t j = e % m, i = (e / m) % n;
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    y[e] = keep ? x[e] : W(0);
+  }
+};
+
+}  // namespace
+
+void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max,
+                bool last) {
+  dispatchNumeric(t, max ? "argmax" : "argmin", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr(!kGpuType<T>) {
+      fail(max ? "argmax" : "argmin", ": element type ", t, " is not supported on the GPU yet");
+    } else {
+      forEachOn(dev, ArgBody<T>{static_cast<const T*>(x), y, n, inner, max, last}, outer * inner,
+                max ? "argmax" : "argmin");
+    }
+  });
+}
+
+void trilu(size_t dev, const void* x, void* y, int64_t count, int64_t n, int64_t m, int64_t k, bool upper,
+           size_t esize) {
+  auto run = [&](auto word) {
+    using W = decltype(word);
+    forEachOn(dev, TriluBody<W>{static_cast<const W*>(x), static_cast<W*>(y), n, m, k, upper}, count, "trilu");
+  };
+  switch(esize) {
+    case 1: return run(uint8_t());
+    case 2: return run(uint16_t());
+    case 4: return run(uint32_t());
+    case 8: return run(uint64_t());
+    default: fail("trilu: elements of ", esize, " bytes are not supported on the GPU");
+  }
+}
+
+}  // namespace cuda
+}  // namespace onyx
