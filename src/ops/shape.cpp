@@ -999,6 +999,32 @@ ONYX_OP(kScatterAdd, "scatter_add")
         });
       });
     })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& u = *c.in[0];
+      const auto& od = c.out.shape().dims();
+      int a = normAxis(c.attrs.i("axis"), c.out.shape().rank(), "axis");
+      int64_t outer = prodDims(od, 0, a), n = od[a], inner = prodDims(od, a + 1, od.size());
+      // On the host: the indices checked, and for each target the rows
+      // that add into it (j ascending), uploaded as starts [n + 1] and rows [m].
+      Tensor ix = c.in[1]->hostCopy();
+      const int64_t m = ix->size();
+      std::vector<int64_t> target(static_cast<size_t>(m)), lists(static_cast<size_t>(n + 1 + m), 0);
+      dispatchIndex(ix->type(), "scatter_add", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        const I* idx = ix->data<I>();
+        checkIndices(idx, m, n, a, c.node);
+        for(int64_t j = 0; j < m; ++j) target[size_t(j)] = resolveIndex(static_cast<int64_t>(idx[j]), n);
+      });
+      for(int64_t t : target) ++lists[size_t(t + 1)];
+      for(int64_t i = 0; i < n; ++i) lists[size_t(i + 1)] += lists[size_t(i)];
+      std::vector<int64_t> next(lists.begin(), lists.begin() + n);
+      for(int64_t j = 0; j < m; ++j) lists[size_t(n + 1 + next[size_t(target[size_t(j)])]++)] = j;
+      Tensor dl = c.scratch(Shape{n + 1 + m}, Type::int64);
+      dl->set(lists);
+      const int64_t* starts = dl->data<int64_t>();
+      cuda::scatterAddRows(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), starts, starts + n + 1, outer, n, m,
+                           inner);
+    })
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, gather(g.dy, static_cast<int>(g.attrs.i("axis")), g.x(1)));
     })

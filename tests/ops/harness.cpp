@@ -231,7 +231,6 @@ const std::map<std::string, std::string>& gpuPending() {
       {"cumprod_grad", "a GPU scan"},
       {"gather_elements", "index kernels (gather is done)"},
       {"gather_nd", "index kernels (gather is done)"},
-      {"scatter_add", "index kernels with atomics"},
       {"scatter_elements", "index kernels with atomics"},
       {"scatter_nd", "index kernels with atomics"},
       {"pad", "a GPU form of its index maps"},

@@ -1,4 +1,6 @@
-// GPU index kernels (kernels.h): argmax / argmin, and trilu's masked copy,
+// GPU index kernels (kernels.h): argmax / argmin, scatter_add (as a gather
+// over the rows that target each element: no atomics, the CPU's order of
+// additions, so the same bits), and trilu's masked copy,
 // computed as the CPU kernels compute them (ops/indexing.cpp, shape2.cpp).
 #include <onyx/backend/cuda/kernels.h>
 
@@ -61,7 +63,37 @@ struct TriluBody {
   }
 };
 
+// y element e = (o, i, k) of [outer, n, inner] sums the update rows j that
+// target i, in ascending j: rows[starts[i] .. starts[i + 1]) lists them.
+template <class T>
+struct ScatterAddBody {
+  const T* u;
+  T* y;
+  const int64_t* starts;
+  const int64_t* rows;
+  int64_t n, m, inner;
+  __device__ void operator()(int64_t e) const {
+    const int64_t k = e % inner, i = (e / inner) % n, o = e / (inner * n);
+    T sum = T(0);
+    for(int64_t q = starts[i]; q < starts[i + 1]; ++q) sum += u[(o * m + rows[q]) * inner + k];
+    y[e] = sum;
+  }
+};
+
 }  // namespace
+
+void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* starts, const int64_t* rows,
+                    int64_t outer, int64_t n, int64_t m, int64_t inner) {
+  dispatchNumeric(t, "scatter_add", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr(!kGpuType<T>) {
+      fail("scatter_add: element type ", t, " is not supported on the GPU yet");
+    } else {
+      forEachOn(dev, ScatterAddBody<T>{static_cast<const T*>(u), static_cast<T*>(y), starts, rows, n, m, inner},
+                outer * n * inner, "scatter_add");
+    }
+  });
+}
 
 void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max,
                 bool last) {

@@ -36,6 +36,12 @@ void gatherRows(size_t dev, void* dst, const void* src, const void* idx, Type id
 // CPU's argmax/argmin.
 void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max,
                 bool last);
+// scatter_add of rows: y [outer, n, inner] = 0, then y[o, idx[j], :] +=
+// u[o, j, :] for j < m, computed per element of y from the list of rows
+// that target it: rows[starts[i] .. starts[i + 1]) (n + 1 and m int64 on
+// the device, j ascending in each list, as the CPU adds them).
+void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* starts, const int64_t* rows,
+                    int64_t outer, int64_t n, int64_t m, int64_t inner);
 // y = x with the elements of its [n, m] matrices outside the kept triangle
 // zeroed: kept where j - i >= k (upper) or j - i <= k; `count` elements of
 // `esize` bytes.

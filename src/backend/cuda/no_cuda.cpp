@@ -34,6 +34,10 @@ void gatherRows(size_t dev, void*, const void*, const void*, Type, int64_t, int6
 void argExtreme(size_t dev, Type, const void*, int64_t*, int64_t, int64_t, int64_t, bool, bool) {
   fail("gpu", dev, ": ", kWhy);
 }
+void scatterAddRows(size_t dev, Type, const void*, void*, const int64_t*, const int64_t*, int64_t, int64_t, int64_t,
+                    int64_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
 void trilu(size_t dev, const void*, void*, int64_t, int64_t, int64_t, int64_t, bool, size_t) {
   fail("gpu", dev, ": ", kWhy);
 }
