@@ -1099,6 +1099,23 @@ ONYX_OP(kPad, "pad")
         });
       });
     })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const Shape& os = c.out.shape();
+      int r = os.rank();
+      if(r == 0) return copyKernel(c);
+      const IntList& p = c.attrs.ints("pads");
+      std::vector<int64_t> maps;  // the axes' maps one after the other, uploaded
+      for(int k = 0; k < r; ++k) {
+        auto mk = padMap(x.shape().dims()[k], p[k], p[k + r], c.attrs.s("mode"));
+        maps.insert(maps.end(), mk.begin(), mk.end());
+      }
+      if(maps.empty() || c.out.size() == 0) return;
+      Tensor dm = c.scratch(Shape{int64_t(maps.size())}, Type::int64);
+      dm->set(maps);
+      cuda::padMapped(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), os, x.shape(), dm->data<int64_t>(),
+                      c.attrs.f("value"));
+    })
     .backward([](GradCtx& g) {
       const IntList& p = g.attrs.ints("pads");
       const std::string& mode = g.attrs.s("mode");

@@ -233,7 +233,6 @@ const std::map<std::string, std::string>& gpuPending() {
       {"gather_nd", "index kernels (gather is done)"},
       {"scatter_elements", "index kernels with atomics"},
       {"scatter_nd", "index kernels with atomics"},
-      {"pad", "a GPU form of its index maps"},
       {"bitcast", "a GPU kernel"},
       {"resize", "GPU interpolation kernels"},
       {"resize_grad", "GPU interpolation kernels"},

@@ -80,7 +80,55 @@ struct ScatterAddBody {
   }
 };
 
+// y element e of a pad: along each axis k its index maps to x's index
+// maps[mapOff[k] + i_k], -1 meaning the fill value.
+template <class T>
+struct PadBody {
+  const T* x;
+  T* y;
+  const int64_t* maps;
+  int rank;
+  int64_t dims[16], strides[16], mapOff[16];
+  T value;
+  __device__ void operator()(int64_t e) const {
+    int64_t off = 0, rem = e;
+    for(int k = rank - 1; k >= 0; --k) {
+      const int64_t mk = maps[mapOff[k] + rem % dims[k]];
+      rem /= dims[k];
+      if(mk < 0) {
+        y[e] = value;
+        return;
+      }
+      off += mk * strides[k];
+    }
+    y[e] = x[off];
+  }
+};
+
 }  // namespace
+
+void padMapped(size_t dev, Type t, const void* x, void* y, const Shape& out, const Shape& in, const int64_t* maps,
+               double value) {
+  const int rank = out.rank();
+  ONYX_CHECK(rank <= 16, "pad: tensors of rank ", rank, " are not supported (at most 16)");
+  dispatchAll(t, "pad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr(!kGpuType<T>) {
+      fail("pad: element type ", t, " is not supported on the GPU yet");
+    } else {
+      PadBody<T> b{static_cast<const T*>(x), static_cast<T*>(y), maps, rank, {}, {}, {}, castFromDouble<T>(value)};
+      auto st = in.strides();
+      int64_t mo = 0;
+      for(int k = 0; k < rank; ++k) {
+        b.dims[k] = out.dims()[k];
+        b.strides[k] = st[k];
+        b.mapOff[k] = mo;
+        mo += out.dims()[k];
+      }
+      forEachOn(dev, b, out.elements(), "pad");
+    }
+  });
+}
 
 void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* starts, const int64_t* rows,
                     int64_t outer, int64_t n, int64_t m, int64_t inner) {

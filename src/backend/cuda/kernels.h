@@ -42,6 +42,12 @@ void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, in
 // the device, j ascending in each list, as the CPU adds them).
 void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* starts, const int64_t* rows,
                     int64_t outer, int64_t n, int64_t m, int64_t inner);
+// pad by index maps: y element (i_0 .. i_r-1) of shape `out` is x at
+// (maps_0[i_0] .. ) for x of shape `in`, or `value` (converted to t as the
+// CPU's castFromDouble) where any map is -1; maps holds the r maps one
+// after the other (out.dims()[k] entries each, int64, on the device).
+void padMapped(size_t dev, Type t, const void* x, void* y, const Shape& out, const Shape& in, const int64_t* maps,
+               double value);
 // y = x with the elements of its [n, m] matrices outside the kept triangle
 // zeroed: kept where j - i >= k (upper) or j - i <= k; `count` elements of
 // `esize` bytes.

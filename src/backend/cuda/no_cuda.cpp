@@ -38,6 +38,9 @@ void scatterAddRows(size_t dev, Type, const void*, void*, const int64_t*, const 
                     int64_t) {
   fail("gpu", dev, ": ", kWhy);
 }
+void padMapped(size_t dev, Type, const void*, void*, const Shape&, const Shape&, const int64_t*, double) {
+  fail("gpu", dev, ": ", kWhy);
+}
 void trilu(size_t dev, const void*, void*, int64_t, int64_t, int64_t, int64_t, bool, size_t) {
   fail("gpu", dev, ": ", kWhy);
 }
