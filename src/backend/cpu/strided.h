@@ -39,6 +39,20 @@ struct StridedPlan {
       n = 1;
     }
   }
+  // dst and src offsets of the i-th element copied (on either device).
+#ifdef __CUDACC__
+  __host__ __device__
+#endif
+  void offsets(int64_t i, int64_t& od, int64_t& os) const {
+    od = 0;
+    os = 0;
+    for(int k = n - 1; k >= 0; --k) {
+      int64_t idx = i % d[k];
+      i /= d[k];
+      od += idx * a[k];
+      os += idx * b[k];
+    }
+  }
 };
 
 }  // namespace host

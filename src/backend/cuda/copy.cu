@@ -27,13 +27,8 @@ struct StridedBody {
   W* dst;
   const W* src;
   __device__ void operator()(int64_t i) const {
-    int64_t od = 0, os = 0, rem = i;
-    for(int k = p.n - 1; k >= 0; --k) {
-      int64_t idx = rem % p.d[k];
-      rem /= p.d[k];
-      od += idx * p.a[k];
-      os += idx * p.b[k];
-    }
+    int64_t od, os;
+    p.offsets(i, od, os);
     dst[od] = src[os];
   }
 };
@@ -45,14 +40,9 @@ struct StridedBytesBody {
   const char* src;
   int64_t esize;
   __device__ void operator()(int64_t i) const {
-    int64_t el = i / esize, byte = i % esize;
-    int64_t od = 0, os = 0, rem = el;
-    for(int k = p.n - 1; k >= 0; --k) {
-      int64_t idx = rem % p.d[k];
-      rem /= p.d[k];
-      od += idx * p.a[k];
-      os += idx * p.b[k];
-    }
+    int64_t od, os;
+    p.offsets(i / esize, od, os);
+    const int64_t byte = i % esize;
     dst[od * esize + byte] = src[os * esize + byte];
   }
 };

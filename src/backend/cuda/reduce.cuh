@@ -26,26 +26,17 @@
 namespace onyx {
 namespace cuda {
 
-// v from the lane `delta` above, for any trivially copyable accumulator
-// (shuffled as 32-bit words).
-template <class Acc>
-__device__ inline Acc shflDown(const Acc& v, int delta) {
+// v from another lane of the warp, for any trivially copyable accumulator
+// (moved as 32-bit words): from lane + arg (Down) or lane ^ arg (Xor).
+enum class Shuffle { Down, Xor };
+template <Shuffle kKind, class Acc>
+__device__ inline Acc shuffle(const Acc& v, int arg) {
   static_assert(sizeof(Acc) % 4 == 0, "accumulators shuffle as 32-bit words");
   constexpr int kWords = sizeof(Acc) / 4;
   unsigned w[kWords];
   memcpy(w, &v, sizeof(Acc));
-  for(int k = 0; k < kWords; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
-  Acc r = v;
-  memcpy(&r, w, sizeof(Acc));
-  return r;
-}
-
-template <class Acc>
-__device__ inline Acc shflXor(const Acc& v, int mask) {
-  constexpr int kWords = sizeof(Acc) / 4;
-  unsigned w[kWords];
-  memcpy(w, &v, sizeof(Acc));
-  for(int k = 0; k < kWords; ++k) w[k] = __shfl_xor_sync(0xffffffffu, w[k], mask);
+  for(int k = 0; k < kWords; ++k)
+    w[k] = kKind == Shuffle::Down ? __shfl_down_sync(0xffffffffu, w[k], arg) : __shfl_xor_sync(0xffffffffu, w[k], arg);
   Acc r = v;
   memcpy(&r, w, sizeof(Acc));
   return r;
@@ -55,7 +46,7 @@ __device__ inline Acc shflXor(const Acc& v, int mask) {
 // merge must be commutative).
 template <class Acc, class R>
 __device__ inline Acc warpMergeAll(Acc acc, const R& r) {
-  for(int m = 16; m > 0; m /= 2) acc = r.merge(acc, shflXor(acc, m));
+  for(int m = 16; m > 0; m /= 2) acc = r.merge(acc, shuffle<Shuffle::Xor>(acc, m));
   return acc;
 }
 
@@ -76,7 +67,7 @@ __device__ inline Acc blockMergeAll(Acc acc, const R& r, Acc* scratch) {
 // Merges acc across the 32 lanes of a warp; lane 0 holds the result.
 template <class Acc, class R>
 __device__ inline Acc warpMerge(Acc acc, const R& r) {
-  for(int d = 16; d > 0; d /= 2) acc = r.merge(acc, shflDown(acc, d));
+  for(int d = 16; d > 0; d /= 2) acc = r.merge(acc, shuffle<Shuffle::Down>(acc, d));
   return acc;
 }
 
