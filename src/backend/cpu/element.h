@@ -191,7 +191,12 @@ void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine
     for(int64_t o = b; o < e; ++o) {
       int64_t base = p.base(o);
       Acc acc = init;
-      for(int64_t j = 0; j < p.redN; ++j) acc = combine(acc, static_cast<Acc>(load(ip, base + p.offset(j))));
+      if(p.nr == 1) {  // one reduced axis (the common case): a plain strided loop
+        const int64_t st = p.redStr[0];
+        for(int64_t j = 0; j < p.redN; ++j) acc = combine(acc, static_cast<Acc>(load(ip, base + j * st)));
+      } else {
+        for(int64_t j = 0; j < p.redN; ++j) acc = combine(acc, static_cast<Acc>(load(ip, base + p.offset(j))));
+      }
       store(op, o, finish(acc, p.redN));
     }
   });
