@@ -312,56 +312,60 @@ void convGradWeightKernel(KernelCtx& c) {
 // other on the device's stream (im2col / col2im in backend/cuda/conv.cu,
 // GEMMs through cuBLAS), col in the graph's workspace.
 
-// Pointer to element i of a buffer of element size e.
-inline char* at(void* p, int64_t i, int64_t e) { return static_cast<char*>(p) + i * e; }
-inline const char* at(const void* p, int64_t i, int64_t e) { return static_cast<const char*>(p) + i * e; }
+// The device and element type of a GPU conv kernel's output, and element
+// offsets into its (type-erased) buffers.
+struct GpuBufs {
+  size_t dev;
+  Type t;
+  int64_t e;  // bytes per element
+  explicit GpuBufs(const TensorBase& out)
+      : dev(out.getDeviceId().no), t(out.type()), e(typeBits(out.type()) / 8) {}
+  char* at(void* p, int64_t i) const { return static_cast<char*>(p) + i * e; }
+  const char* at(const void* p, int64_t i) const { return static_cast<const char*>(p) + i * e; }
+};
 
 void convGpu(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
-  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const TensorBase* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   const ConvDims cd = convDims(xt.shape(), c.out.shape(), spatialDims(wt.shape()), c.attrs);
   const Geom& g = cd.g;
   const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
-  const size_t dev = c.out.getDeviceId().no;
-  const Type t = c.out.type();
-  const int64_t e = typeBits(t) / 8;
+  const GpuBufs b(c.out);
   const bool direct = cd.direct;
-  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), t);
+  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), b.t);
   for(int64_t n = 0; n < N; ++n)
     for(int64_t grp = 0; grp < G; ++grp) {
-      const char* src = at(xt.raw(), (n * C + grp * Cg) * g.imgSize, e);
-      if(!direct) cuda::im2col(dev, t, src, Cg, g, col->raw());
-      cuda::gemm(dev, t, false, false, Mg, P, CK, 1.0, at(wt.raw(), grp * Mg * CK, e), CK,
-                 direct ? static_cast<const void*>(src) : col->raw(), P, 0.0, at(c.out.raw(), (n * M + grp * Mg) * P, e),
+      const char* src = b.at(xt.raw(), (n * C + grp * Cg) * g.imgSize);
+      if(!direct) cuda::im2col(b.dev, b.t, src, Cg, g, col->raw());
+      cuda::gemm(b.dev, b.t, false, false, Mg, P, CK, 1.0, b.at(wt.raw(), grp * Mg * CK), CK,
+                 direct ? static_cast<const void*>(src) : col->raw(), P, 0.0, b.at(c.out.raw(), (n * M + grp * Mg) * P),
                  P);
     }
-  if(bt) cuda::addChannelBias(dev, t, c.out.raw(), bt->raw(), N, M, P);
+  if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, P);
 }
 
 void convTransposeGpu(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
-  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const TensorBase* bias = c.in.size() > 2 ? c.in[2] : nullptr;
   const ConvDims cd = transposedDims(c);
   const Geom& g = cd.g;
   const int64_t N = cd.N, C = cd.M, G = cd.G, Cg = cd.Mg, Mg = cd.Cg, M = cd.C, MK = cd.CK, P = cd.P;
-  const size_t dev = c.out.getDeviceId().no;
-  const Type t = c.out.type();
-  const int64_t e = typeBits(t) / 8;
+  const GpuBufs b(c.out);
   const bool direct = cd.direct;
-  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{MK, P}), t);
+  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{MK, P}), b.t);
   for(int64_t n = 0; n < N; ++n)
     for(int64_t grp = 0; grp < G; ++grp) {
-      const char* xg = at(xt.raw(), (n * C + grp * Cg) * P, e);
-      char* yg = at(c.out.raw(), (n * M + grp * Mg) * g.imgSize, e);
+      const char* xg = b.at(xt.raw(), (n * C + grp * Cg) * P);
+      char* yg = b.at(c.out.raw(), (n * M + grp * Mg) * g.imgSize);
       // col [Mg*K, P] = W_g^T x_g with W_g stored [Cg, Mg*K]; col2im writes
       // the group's whole image (each group its own channels).
-      cuda::gemm(dev, t, true, false, MK, P, Cg, 1.0, at(wt.raw(), grp * Cg * MK, e), MK, xg, P, 0.0,
+      cuda::gemm(b.dev, b.t, true, false, MK, P, Cg, 1.0, b.at(wt.raw(), grp * Cg * MK), MK, xg, P, 0.0,
                  direct ? static_cast<void*>(yg) : col->raw(), P);
-      if(!direct) cuda::col2im(dev, t, col->raw(), Mg, g, yg);
+      if(!direct) cuda::col2im(b.dev, b.t, col->raw(), Mg, g, yg);
     }
-  if(bt) cuda::addChannelBias(dev, t, c.out.raw(), bt->raw(), N, M, g.imgSize);
+  if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, g.imgSize);
 }
 
 void convGradWeightGpu(KernelCtx& c) {
@@ -370,19 +374,17 @@ void convGradWeightGpu(KernelCtx& c) {
   const ConvDims cd = convDims(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), c.attrs);
   const Geom& g = cd.g;
   const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
-  const size_t dev = c.out.getDeviceId().no;
-  const Type t = c.out.type();
-  const int64_t e = typeBits(t) / 8;
+  const GpuBufs b(c.out);
   const bool direct = cd.direct;
-  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), t);
-  cuda::fillZero(dev, c.out.raw(), c.out.bytes());
+  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), b.t);
+  cuda::fillZero(b.dev, c.out.raw(), c.out.bytes());
   for(int64_t n = 0; n < N; ++n)
     for(int64_t grp = 0; grp < G; ++grp) {
-      const char* src = at(xt.raw(), (n * C + grp * Cg) * g.imgSize, e);
-      if(!direct) cuda::im2col(dev, t, src, Cg, g, col->raw());
+      const char* src = b.at(xt.raw(), (n * C + grp * Cg) * g.imgSize);
+      if(!direct) cuda::im2col(b.dev, b.t, src, Cg, g, col->raw());
       // dW_g [Mg, CK] += dy_g [Mg, P] col^T
-      cuda::gemm(dev, t, false, true, Mg, CK, P, 1.0, at(dyt.raw(), (n * M + grp * Mg) * P, e), P,
-                 direct ? static_cast<const void*>(src) : col->raw(), P, 1.0, at(c.out.raw(), grp * Mg * CK, e), CK);
+      cuda::gemm(b.dev, b.t, false, true, Mg, CK, P, 1.0, b.at(dyt.raw(), (n * M + grp * Mg) * P), P,
+                 direct ? static_cast<const void*>(src) : col->raw(), P, 1.0, b.at(c.out.raw(), grp * Mg * CK), CK);
     }
 }
 

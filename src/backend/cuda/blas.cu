@@ -39,16 +39,19 @@ void check(cublasStatus_t s, const char* call, size_t dev) {
 // One cuBLAS handle per device for the process, bound to the device's
 // stream (made on first use).
 cublasHandle_t handle(size_t dev) {
+  cudaStream_t s = launchOn(dev);
+  thread_local std::vector<cublasHandle_t> seen;  // as the streams: the lock only the first time
+  if(dev < seen.size() && seen[dev]) return seen[dev];
+  if(seen.size() <= dev) seen.resize(dev + 1, nullptr);
   static std::mutex m;
   static std::vector<cublasHandle_t> handles;
-  cudaStream_t s = launchOn(dev);
   std::lock_guard<std::mutex> lock(m);
   if(handles.size() <= dev) handles.resize(dev + 1, nullptr);
   if(!handles[dev]) {
     check(cublasCreate(&handles[dev]), "cublasCreate", dev);
     check(cublasSetStream(handles[dev], s), "cublasSetStream", dev);
   }
-  return handles[dev];
+  return seen[dev] = handles[dev];
 }
 
 struct BlasTypes {

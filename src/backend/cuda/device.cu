@@ -30,7 +30,13 @@ void use(size_t no) {
   check(cudaSetDevice(static_cast<int>(no)), "cudaSetDevice", no);
 }
 
+// The process's stream of gpu<no>, made on first use. Every launch asks for
+// it, so each thread keeps the ones it has seen and takes the lock only the
+// first time.
 cudaStream_t streamOf(size_t no) {
+  thread_local std::vector<cudaStream_t> seen;
+  if(no < seen.size() && seen[no]) return seen[no];
+  if(seen.size() <= no) seen.resize(no + 1, nullptr);
   static std::mutex m;
   static std::vector<cudaStream_t> streams;
   std::lock_guard<std::mutex> lock(m);
@@ -39,7 +45,7 @@ cudaStream_t streamOf(size_t no) {
     use(no);
     check(cudaStreamCreateWithFlags(&streams[no], cudaStreamNonBlocking), "cudaStreamCreate", no);
   }
-  return streams[no];
+  return seen[no] = streams[no];
 }
 
 }  // namespace
