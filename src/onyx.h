@@ -22,6 +22,7 @@
 #include <onyx/ops/ops.h>
 #include <onyx/train/accumulate.h>
 #include <onyx/train/checkpoint.h>
+#include <onyx/train/grad_scaler.h>
 #include <onyx/train/losses.h>
 #include <onyx/train/optimizers.h>
 #include <onyx/train/schedule.h>

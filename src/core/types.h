@@ -122,33 +122,97 @@ double loadAsDouble(const void* data, Type t, size_t i);
 void storeFromDouble(void* data, Type t, size_t i, double v, bool saturate = true,
                      E8M0Round mode = E8M0Round::up);
 
+// The half types convert on the host and in GPU kernels alike (the CUDA
+// backend's element-wise kernels and optimizer steps store them).
+#ifdef __CUDACC__
+#define ONYX_TYPES_HD __host__ __device__ inline
+#else
+#define ONYX_TYPES_HD inline
+#endif
+
+namespace detail {
+ONYX_TYPES_HD uint32_t floatBits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+ONYX_TYPES_HD float bitsFloat(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+}  // namespace detail
+
 // IEEE binary16, stored as bits; arithmetic goes through float.
 struct float16 {
   uint16_t bits = 0;
   float16() = default;
-  float16(float f) : bits(fromFloat(f)) {}
-  operator float() const { return toFloat(bits); }
-  static uint16_t fromFloat(float f);
-  static float toFloat(uint16_t h);
+  ONYX_TYPES_HD float16(float f) : bits(fromFloat(f)) {}
+  ONYX_TYPES_HD operator float() const { return toFloat(bits); }
+  // Round to nearest even; overflow to inf, underflow through subnormals.
+  static ONYX_TYPES_HD uint16_t fromFloat(float f) {
+    uint32_t x = detail::floatBits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t mant = x & 0x007fffffu;
+    int32_t exp = static_cast<int32_t>((x >> 23) & 0xffu);
+    if(exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
+    int32_t e = exp - 127 + 15;
+    if(e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+    if(e <= 0) {
+      if(e < -10) return static_cast<uint16_t>(sign);  // underflow -> signed zero
+      mant |= 0x00800000u;
+      uint32_t shift = static_cast<uint32_t>(14 - e);
+      uint32_t half = mant >> shift;
+      uint32_t rem = mant & ((1u << shift) - 1u);
+      uint32_t mid = 1u << (shift - 1);
+      if(rem > mid || (rem == mid && (half & 1u))) ++half;
+      return static_cast<uint16_t>(sign | half);
+    }
+    uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if(rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exponent: correct
+    return static_cast<uint16_t>(half);
+  }
+  static ONYX_TYPES_HD float toFloat(uint16_t h) {
+    uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    uint32_t x;
+    if(exp == 0) {
+      if(mant == 0) x = sign;
+      else {
+        int e = -1;
+        do { mant <<= 1; ++e; } while(!(mant & 0x400u));
+        x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+      }
+    } else if(exp == 0x1f) {
+      x = sign | 0x7f800000u | (mant << 13);
+    } else {
+      x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    return detail::bitsFloat(x);
+  }
 };
 
 // bfloat16: the top half of a float32 (round to nearest even).
 struct bfloat16 {
   uint16_t bits = 0;
   bfloat16() = default;
-  bfloat16(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
+  ONYX_TYPES_HD bfloat16(float f) {
+    uint32_t u = detail::floatBits(f);
     if((u & 0x7fffffffu) > 0x7f800000u) { bits = static_cast<uint16_t>((u >> 16) | 0x40); return; }
     u += 0x7fffu + ((u >> 16) & 1u);
     bits = static_cast<uint16_t>(u >> 16);
   }
-  operator float() const {
-    uint32_t u = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
+  ONYX_TYPES_HD operator float() const { return detail::bitsFloat(static_cast<uint32_t>(bits) << 16); }
 };
 
 // C++ type <-> Type.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <onyx/backend/cpu/parallel.h>
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 
@@ -13,7 +14,34 @@ double OptimizerBase::update(Ptr<ExpressionGraph> graph) {
   return update(*graph);
 }
 
+namespace {
+// Sum of the squares of a gradient's elements, in double, on its device.
+double sumSquares(const TensorBase& g) {
+  if(!g.onHost()) return cuda::sumSquares(g.getDeviceId().no, g.type(), g.raw(), g.size());
+  double sq = 0;
+  dispatchFloat(g.type(), "optimizer", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = g.data<T>();
+    for(int64_t i = 0; i < g.size(); ++i) {
+      double v = static_cast<double>(static_cast<typename ComputeOf<T>::type>(p[i]));
+      sq += v * v;
+    }
+  });
+  return sq;
+}
+}  // namespace
+
 double OptimizerBase::update(ExpressionGraph& graph) {
+  double norm = 0;
+  updateWith(graph, 1.0, &norm, false);  // non-finite gradients step too: no loss scale to back off
+  return norm;
+}
+
+bool OptimizerBase::updateIfFinite(ExpressionGraph& graph, double gradScale, double* norm) {
+  return updateWith(graph, gradScale, norm, true);
+}
+
+bool OptimizerBase::updateWith(ExpressionGraph& graph, double gradScale, double* normOut, bool skipNonFinite) {
   // Global L2 norm over all trainable gradients, for clipping and reporting.
   double sq = 0;
   std::vector<Expr> params;
@@ -22,18 +50,16 @@ double OptimizerBase::update(ExpressionGraph& graph) {
     ONYX_CHECK(p->grad(), "Optimizer::update: param '", p->name(), "' has no gradient; run backward() first");
     ONYX_CHECK(isFloat(p->value_type()), "Optimizer::update: param '", p->name(), "' has type ", p->value_type(),
                "; only float params can be trained");
-    const TensorBase& g = *p->grad();
-    for(int64_t i = 0; i < g.size(); ++i) {
-      double v = g.getAsDouble(i);
-      sq += v * v;
-    }
+    sq += sumSquares(*p->grad());
     params.push_back(p);
   }
-  double norm = std::sqrt(sq);
-  double scale = (opt_.clipNorm > 0 && norm > opt_.clipNorm) ? opt_.clipNorm / norm : 1.0;
+  double norm = std::sqrt(sq) * std::fabs(gradScale);
+  if(normOut) *normOut = norm;
+  if(skipNonFinite && !std::isfinite(norm)) return false;
+  double scale = gradScale * ((opt_.clipNorm > 0 && norm > opt_.clipNorm) ? opt_.clipNorm / norm : 1.0);
   ++step_;
   for(auto& p : params) updateParam(p->name(), *p->val(), *p->grad(), scale);
-  return norm;
+  return true;
 }
 
 Tensor& OptimizerBase::slot(const std::string& param, const std::string& slot, const TensorBase& like) {
@@ -45,81 +71,87 @@ Tensor& OptimizerBase::slot(const std::string& param, const std::string& slot, c
   return t;
 }
 
-namespace {
-// Applies fn(i, w, g) -> new w over all elements, in float math (double
-// for float64 params).
-template <class Fn>
-void forEach(TensorBase& value, const TensorBase& grad, double scale, Fn fn) {
+Tensor& OptimizerBase::master(const std::string& param, const TensorBase& value) {
+  Tensor& t = state_[param + "/master"];
+  if(!t || t->shape() != value.shape()) {
+    // The param's values in float32 (exact: every float16/bfloat16 is a float32).
+    Tensor src = value.onHost() ? Tensor() : value.hostCopy();
+    const TensorBase& v = src ? *src : value;
+    Tensor h = TensorBase::create(value.shape(), Type::float32);
+    float* m = h->data<float>();
+    for(int64_t i = 0; i < v.size(); ++i) m[i] = static_cast<float>(v.getAsDouble(i));
+    if(value.onHost()) t = h;
+    else {
+      t = TensorBase::create(value.shape(), Type::float32, value.getDeviceId());
+      t->copyFrom(*h);
+    }
+  }
+  return t;
+}
+
+void OptimizerBase::step(const std::string& name, TensorBase& value, const TensorBase& grad, const UpdateRule& rule) {
+  ONYX_ASSERT(value.getDeviceId() == grad.getDeviceId() && value.type() == grad.type() &&
+                  value.shape() == grad.shape(),
+              "param '", name, "' (", value.type(), " ", value.shape(), " on ", value.getDeviceId().toString(),
+              ") and its gradient (", grad.type(), " ", grad.shape(), " on ", grad.getDeviceId().toString(),
+              ") differ");
+  float* s[2] = {nullptr, nullptr};
+  for(int k = 0; k < rule.slots(); ++k) s[k] = slot(name, rule.slotName(k), value)->data<float>();
+  bool half = value.type() == Type::float16 || value.type() == Type::bfloat16;
+  float* m = half && opt_.masterWeights ? master(name, value)->data<float>() : nullptr;
+  if(!value.onHost()) {
+    cuda::optimizerStep(value.getDeviceId().no, value.type(), rule, value.raw(), grad.raw(), m, s[0], s[1],
+                        value.size());
+    return;
+  }
   dispatchFloat(value.type(), "optimizer", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* w = value.data<T>();
     const T* g = grad.data<T>();
     int64_t n = value.size();
     host::parallelFor(n, n * 4, [&](int64_t b, int64_t e) {
-      for(int64_t i = b; i < e; ++i) {
-        double wi = static_cast<double>(static_cast<typename ComputeOf<T>::type>(w[i]));
-        double gi = static_cast<double>(static_cast<typename ComputeOf<T>::type>(g[i])) * scale;
-        w[i] = static_cast<T>(static_cast<typename ComputeOf<T>::type>(fn(i, wi, gi)));
-      }
+      for(int64_t i = b; i < e; ++i) updateElement(rule, i, w, g, m, s[0], s[1]);
     });
   });
+}
+
+namespace {
+UpdateRule ruleFor(UpdateRule::Kind kind, const OptimizerOptions& o, double scale) {
+  UpdateRule r;
+  r.kind = kind;
+  r.lr = o.lr;
+  r.mu = o.momentum;
+  r.beta1 = o.beta1;
+  r.beta2 = o.beta2;
+  r.eps = kind == UpdateRule::adagrad ? o.adagradEps : o.eps;
+  r.weightDecay = o.weightDecay;
+  r.gradScale = scale;
+  return r;
 }
 }  // namespace
 
 void Sgd::updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) {
-  double lr = opt_.lr, mu = opt_.momentum, wd = opt_.weightDecay;
-  if(mu == 0) {
-    forEach(value, grad, scale, [&](int64_t, double w, double g) { return w - lr * (g + wd * w); });
-    return;
-  }
-  float* v = slot(name, "momentum", value)->data<float>();
-  forEach(value, grad, scale, [&](int64_t i, double w, double g) {
-    double m = mu * v[i] + (g + wd * w);
-    v[i] = static_cast<float>(m);
-    return w - lr * m;
-  });
+  step(name, value, grad, ruleFor(opt_.momentum == 0 ? UpdateRule::sgd : UpdateRule::momentum, opt_, scale));
 }
 
 void Adagrad::updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) {
-  double lr = opt_.lr, eps = opt_.adagradEps, wd = opt_.weightDecay;
-  float* acc = slot(name, "sum_sq", value)->data<float>();
-  forEach(value, grad, scale, [&](int64_t i, double w, double g) {
-    g += wd * w;
-    double a = acc[i] + g * g;
-    acc[i] = static_cast<float>(a);
-    return w - lr * g / (std::sqrt(a) + eps);
-  });
+  step(name, value, grad, ruleFor(UpdateRule::adagrad, opt_, scale));
 }
 
 void Adam::updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) {
-  double lr = opt_.lr, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps, wd = opt_.weightDecay;
-  float* m = slot(name, "m", value)->data<float>();
-  float* v = slot(name, "v", value)->data<float>();
+  UpdateRule r = ruleFor(UpdateRule::adam, opt_, scale);
   double t = static_cast<double>(step_);
-  double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);
-  forEach(value, grad, scale, [&](int64_t i, double w, double g) {
-    g += wd * w;
-    double mi = b1 * m[i] + (1 - b1) * g;
-    double vi = b2 * v[i] + (1 - b2) * g * g;
-    m[i] = static_cast<float>(mi);
-    v[i] = static_cast<float>(vi);
-    return w - lr * (mi / c1) / (std::sqrt(vi / c2) + eps);
-  });
+  r.c1 = 1 - std::pow(opt_.beta1, t);
+  r.c2 = 1 - std::pow(opt_.beta2, t);
+  step(name, value, grad, r);
 }
 
 void AdamW::updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) {
-  double lr = opt_.lr, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps, wd = opt_.weightDecay;
-  float* m = slot(name, "m", value)->data<float>();
-  float* v = slot(name, "v", value)->data<float>();
+  UpdateRule r = ruleFor(UpdateRule::adamw, opt_, scale);
   double t = static_cast<double>(step_);
-  double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);
-  forEach(value, grad, scale, [&](int64_t i, double w, double g) {
-    double mi = b1 * m[i] + (1 - b1) * g;
-    double vi = b2 * v[i] + (1 - b2) * g * g;
-    m[i] = static_cast<float>(mi);
-    v[i] = static_cast<float>(vi);
-    return w - lr * wd * w - lr * (mi / c1) / (std::sqrt(vi / c2) + eps);
-  });
+  r.c1 = 1 - std::pow(opt_.beta1, t);
+  r.c2 = 1 - std::pow(opt_.beta2, t);
+  step(name, value, grad, r);
 }
 
 }  // namespace onyx

@@ -1,10 +1,20 @@
 // Optimizers: Optimizer<Sgd>(lr), Optimizer<Adagrad>(lr), Optimizer<Adam>(lr),
 // Optimizer<AdamW>(lr); opt->update(graph) applies one step to every trainable
-// param of the graph using the gradients of the last backward().
+// param of the graph using the gradients of the last backward(), on the
+// params' device (the per-element rule is backend/cpu/update_rule.h, shared
+// by the CPU loop and the GPU kernel).
+//
+// Mixed precision: a float16 or bfloat16 param gets a float32 master copy
+// (state "<param>/master", made from the param on its first step, saved in
+// checkpoints); each step updates the master and rounds it into the param,
+// so updates smaller than the param type's spacing are not lost. With loss
+// scaling (GradScaler, train/grad_scaler.h) the gradients are unscaled in
+// the same pass.
 #pragma once
 #include <map>
 #include <string>
 
+#include <onyx/backend/cpu/update_rule.h>
 #include <onyx/core/ptr.h>
 #include <onyx/core/tensor.h>
 
@@ -19,6 +29,7 @@ struct OptimizerOptions {
   double adagradEps = 1e-10;
   double weightDecay = 0.0;    // Sgd/Adagrad/Adam: L2 added to the gradient; AdamW: decoupled
   double clipNorm = 0.0;       // > 0: scale gradients so their global L2 norm is at most this
+  bool masterWeights = true;   // float16/bfloat16 params: update a float32 master copy
 };
 
 class OptimizerBase {
@@ -30,6 +41,11 @@ public:
   // norm before clipping.
   double update(Ptr<ExpressionGraph> graph);
   double update(ExpressionGraph& graph);
+  // The same with every gradient multiplied by gradScale first (1 / the
+  // loss scale), but only when all of them are finite: returns false and
+  // changes nothing (not even the step count) when any gradient is inf or
+  // NaN. *norm (if given) receives the global norm of the scaled gradients.
+  bool updateIfFinite(ExpressionGraph& graph, double gradScale, double* norm = nullptr);
 
   void setLearningRate(double lr) { opt_.lr = lr; }
   double learningRate() const { return opt_.lr; }
@@ -43,13 +59,21 @@ public:
   std::map<std::string, Tensor>& state() { return state_; }
 
 protected:
-  // Updates one param in place. `scale` multiplies the gradient (clipping).
+  // Updates one param in place. `scale` multiplies the gradient (clipping,
+  // loss-scale undo).
   virtual void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) = 0;
+  // Applies `rule` to every element of `value` on its device, with the
+  // rule's state slots and (float16/bfloat16) the master copy.
+  void step(const std::string& name, TensorBase& value, const TensorBase& grad, const UpdateRule& rule);
   Tensor& slot(const std::string& param, const std::string& slot, const TensorBase& like);
+  Tensor& master(const std::string& param, const TensorBase& value);
 
   OptimizerOptions opt_;
   size_t step_ = 0;
   std::map<std::string, Tensor> state_;
+
+private:
+  bool updateWith(ExpressionGraph& graph, double gradScale, double* norm, bool skipNonFinite);
 };
 
 class Sgd : public OptimizerBase {

@@ -3,6 +3,9 @@
 // with the reason; the error paths are checked everywhere.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+
 #include <onyx/backend/cuda/device.h>
 #include <onyx/onyx.h>
 
@@ -101,6 +104,71 @@ TEST(CudaDevice, RandomDrawsMatchTheCpu) {
     draws[d] = y->val()->toVector<float>();
   }
   EXPECT_EQ(draws[1], draws[0]);
+}
+
+}  // namespace
+}  // namespace onyx
+
+namespace onyx {
+namespace {
+
+// A small regression trained a few steps on each device, every optimizer
+// (float32, and float16 with a master copy and loss scaling): the GPU's
+// params, state and scale follow the CPU's (the step's rule is one
+// definition; only summation order and the GPU's math library differ).
+std::map<std::string, std::vector<float>> trainSteps(DeviceId dev, const std::string& algo, Type t) {
+  auto g = New<ExpressionGraph>();
+  if(dev.type == DeviceType::gpu) g->setDevice(dev);
+  g->setSeed(5);
+  OptimizerOptions o;
+  o.lr = 0.05;
+  o.momentum = algo == "momentum" ? 0.9 : 0.0;
+  Ptr<OptimizerBase> opt = algo == "adam"      ? Optimizer<Adam>(o)
+                           : algo == "adamw"   ? Optimizer<AdamW>(o)
+                           : algo == "adagrad" ? Optimizer<Adagrad>(o)
+                                               : Optimizer<Sgd>(o);
+  GradScaler scaler;
+  std::vector<float> x(8 * 3), y(8);
+  for(size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 4.0f;
+  for(size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 3) - 1.0f;
+  for(int s = 0; s < 5; ++s) {
+    g->clear();
+    auto W = g->param("W", {3, 1}, inits::glorotUniform(), t);
+    auto b = g->param("b", {1}, inits::zeros(), t);
+    auto pred = cast(matmul(g->constant({8, 3}, inits::fromVector(x), t), W) + b, Type::float32);
+    auto loss = mseLoss(pred, g->constant({8, 1}, inits::fromVector(y)));
+    g->forward();
+    g->backward(scaler.scale(loss));
+    scaler.step(*opt, *g);
+  }
+  std::map<std::string, std::vector<float>> out;
+  for(auto& p : *g->params()) {
+    Tensor h = p->val()->onHost() ? p->val() : p->val()->hostCopy();
+    std::vector<float> v;
+    for(int64_t i = 0; i < h->size(); ++i) v.push_back(static_cast<float>(h->getAsDouble(i)));
+    out["param " + p->name()] = v;
+  }
+  for(auto& kv : opt->state()) out["state " + kv.first] = kv.second->toVector<float>();
+  out["scale"] = {static_cast<float>(scaler.scaleFactor())};
+  return out;
+}
+
+TEST(CudaDevice, OptimizersAndLossScalingMatchTheCpu) {
+  REQUIRE_GPU();
+  for(Type t : {Type::float32, Type::float16, Type::bfloat16})
+    for(std::string algo : {"sgd", "momentum", "adagrad", "adam", "adamw"}) {
+      auto want = trainSteps(cpu(), algo, t);
+      auto got = trainSteps(gpu(0), algo, t);
+      ASSERT_EQ(got.size(), want.size()) << algo << " " << t;
+      for(auto& kv : want) {
+        const auto& g = got[kv.first];
+        ASSERT_EQ(g.size(), kv.second.size()) << kv.first;
+        double tol = t == Type::float32 ? 1e-5 : 1e-2;
+        for(size_t i = 0; i < g.size(); ++i)
+          EXPECT_NEAR(g[i], kv.second[i], tol * (1 + std::fabs(kv.second[i])))
+              << algo << " " << t << " " << kv.first << "[" << i << "]";
+      }
+    }
 }
 
 }  // namespace

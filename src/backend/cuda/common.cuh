@@ -17,15 +17,16 @@
 namespace onyx {
 namespace cuda {
 
-// Element types the GPU kernels take so far (half types come with the mixed
-// precision work).
+// Element i in its compute type (float for float16/bfloat16), and stores
+// converting through it, as host::load/store (backend/cpu/element.h).
 template <class T>
-constexpr bool kGpuType = !std::is_same<T, float16>::value && !std::is_same<T, bfloat16>::value;
-
+__device__ inline typename ComputeOf<T>::type loadDev(const T* p, int64_t i) {
+  return static_cast<typename ComputeOf<T>::type>(p[i]);
+}
 template <class T, class V>
 __device__ inline void storeDev(T* p, int64_t i, V v) {
   if constexpr(std::is_same<T, bool>::value) p[i] = v != V(0);
-  else p[i] = static_cast<T>(v);
+  else p[i] = static_cast<T>(static_cast<typename ComputeOf<T>::type>(v));
 }
 
 // body(i) for i in [0, n), grid-stride.

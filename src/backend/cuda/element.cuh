@@ -33,7 +33,7 @@ struct ElementBody<K, TOut, F, std::index_sequence<I...>, TIn...> {
       rem /= plan.dims[d];
       for(size_t k = 0; k < K; ++k) off[k] += idx * plan.strides[k][d];
     }
-    storeDev(out, i, f(out[i], static_cast<const TIn*>(in[I])[off[I]]...));
+    storeDev(out, i, f(loadDev(out, i), loadDev(static_cast<const TIn*>(in[I]), off[I])...));
   }
 };
 
@@ -43,15 +43,11 @@ void elementwise(F f, TensorBase& out, const Ts&... ins) {
   constexpr size_t K = sizeof...(Ts);
   static_assert(K >= 1, "element-wise kernels take at least one input");
   ONYX_ASSERT(!out.onHost(), "cuda::elementwise on a host tensor");
-  if constexpr(!(kGpuType<TOut> && (kGpuType<TIn> && ...))) {
-    fail("element type ", out.type(), " is not supported on the GPU yet");
-  } else {
-    std::array<const Shape*, K> shapes{&ins.shape()...};
-    host::BroadcastPlan<K> plan(out.shape(), shapes);
-    if(plan.total == 0) return;
-    using Body = ElementBody<K, TOut, F, std::make_index_sequence<K>, TIn...>;
-    forEach(out, Body{f, out.data<TOut>(), plan, {ins.raw()...}}, plan.total, "elementwise");
-  }
+  std::array<const Shape*, K> shapes{&ins.shape()...};
+  host::BroadcastPlan<K> plan(out.shape(), shapes);
+  if(plan.total == 0) return;
+  using Body = ElementBody<K, TOut, F, std::make_index_sequence<K>, TIn...>;
+  forEach(out, Body{f, out.data<TOut>(), plan, {ins.raw()...}}, plan.total, "elementwise");
 }
 
 }  // namespace cuda

@@ -35,10 +35,10 @@ struct ArgBody {
   bool max, last;
   __device__ void operator()(int64_t r) const {
     const int64_t base = (r / inner) * n * inner + r % inner;
-    T best = x[base];
+    auto best = loadDev(x, base);  // halves compare (and are NaN) as floats
     int64_t at = 0;
     for(int64_t j = 1; j < n; ++j) {
-      const T v = x[base + j * inner];
+      const auto v = loadDev(x, base + j * inner);
       const bool better = max ? aboveDev(v, best) : aboveDev(best, v);
       if(better || (last && (v == best || (isNanDev(v) && isNanDev(best))))) {
         best = v;
@@ -74,8 +74,10 @@ struct ScatterAddBody {
   int64_t n, m, inner;
   __device__ void operator()(int64_t e) const {
     const int64_t k = e % inner, i = (e / inner) % n, o = e / (inner * n);
-    T sum = T(0);
-    for(int64_t q = starts[i]; q < starts[i + 1]; ++q) sum += u[(o * m + rows[q]) * inner + k];
+    using C = typename ComputeOf<T>::type;
+    T sum = T(0);  // rounded to T after every addition, as the CPU stores it
+    for(int64_t q = starts[i]; q < starts[i + 1]; ++q)
+      sum = static_cast<T>(static_cast<C>(static_cast<C>(sum) + loadDev(u, (o * m + rows[q]) * inner + k)));
     y[e] = sum;
   }
 };
@@ -113,20 +115,16 @@ void padMapped(size_t dev, Type t, const void* x, void* y, const Shape& out, con
   ONYX_CHECK(rank <= 16, "pad: tensors of rank ", rank, " are not supported (at most 16)");
   dispatchAll(t, "pad", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kGpuType<T>) {
-      fail("pad: element type ", t, " is not supported on the GPU yet");
-    } else {
-      PadBody<T> b{static_cast<const T*>(x), static_cast<T*>(y), maps, rank, {}, {}, {}, castFromDouble<T>(value)};
-      auto st = in.strides();
-      int64_t mo = 0;
-      for(int k = 0; k < rank; ++k) {
-        b.dims[k] = out.dims()[k];
-        b.strides[k] = st[k];
-        b.mapOff[k] = mo;
-        mo += out.dims()[k];
-      }
-      forEachOn(dev, b, out.elements(), "pad");
+    PadBody<T> b{static_cast<const T*>(x), static_cast<T*>(y), maps, rank, {}, {}, {}, castFromDouble<T>(value)};
+    auto st = in.strides();
+    int64_t mo = 0;
+    for(int k = 0; k < rank; ++k) {
+      b.dims[k] = out.dims()[k];
+      b.strides[k] = st[k];
+      b.mapOff[k] = mo;
+      mo += out.dims()[k];
     }
+    forEachOn(dev, b, out.elements(), "pad");
   });
 }
 
@@ -134,12 +132,8 @@ void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* s
                     int64_t outer, int64_t n, int64_t m, int64_t inner) {
   dispatchNumeric(t, "scatter_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kGpuType<T>) {
-      fail("scatter_add: element type ", t, " is not supported on the GPU yet");
-    } else {
-      forEachOn(dev, ScatterAddBody<T>{static_cast<const T*>(u), static_cast<T*>(y), starts, rows, n, m, inner},
-                outer * n * inner, "scatter_add");
-    }
+    forEachOn(dev, ScatterAddBody<T>{static_cast<const T*>(u), static_cast<T*>(y), starts, rows, n, m, inner},
+              outer * n * inner, "scatter_add");
   });
 }
 
@@ -147,12 +141,8 @@ void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, in
                 bool last) {
   dispatchNumeric(t, max ? "argmax" : "argmin", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kGpuType<T>) {
-      fail(max ? "argmax" : "argmin", ": element type ", t, " is not supported on the GPU yet");
-    } else {
-      forEachOn(dev, ArgBody<T>{static_cast<const T*>(x), y, n, inner, max, last}, outer * inner,
-                max ? "argmax" : "argmin");
-    }
+    forEachOn(dev, ArgBody<T>{static_cast<const T*>(x), y, n, inner, max, last}, outer * inner,
+              max ? "argmax" : "argmin");
   });
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <onyx/backend/cpu/conv_geom.h>
+#include <onyx/backend/cpu/update_rule.h>
 #include <onyx/core/tensor.h>
 #include <onyx/core/types.h>
 
@@ -106,6 +107,16 @@ void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase
 // dims.
 void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& beta, TensorBase& y, int axis,
                double eps);
+
+// One optimizer step of a param of n elements of float type t on gpu<dev>:
+// updateElement(r, i, ...) for every i (backend/cpu/update_rule.h); master,
+// s0, s1 are float32 device arrays or null.
+void optimizerStep(size_t dev, Type t, const UpdateRule& r, void* w, const void* g, float* master, float* s0,
+                   float* s1, int64_t n);
+// The sum of the squares of n elements of float type t, in double; block
+// partial sums added on the host in a fixed order (the same bits every run).
+// Waits for the result.
+double sumSquares(size_t dev, Type t, const void* p, int64_t n);
 
 }  // namespace cuda
 }  // namespace onyx

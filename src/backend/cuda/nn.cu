@@ -14,6 +14,12 @@
 namespace onyx {
 namespace cuda {
 
+// These kernels compute in their element type, as the CPU's do; float16 and
+// bfloat16 (which have no arithmetic of their own) wait for compute-type
+// forms of them.
+template <class T>
+constexpr bool kNnType = !std::is_same<T, float16>::value && !std::is_same<T, bfloat16>::value;
+
 namespace {
 
 template <class A>
@@ -195,7 +201,7 @@ void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut) {
   const char* what = logOut ? "log_softmax" : "softmax";
   dispatchFloat(x.type(), what, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kGpuType<T>) fail(what, ": element type ", x.type(), " is not supported on the GPU yet");
+    if constexpr(!kNnType<T>) fail(what, ": element type ", x.type(), " is not supported on the GPU yet");
     else forEachLine(linesOf(x.shape(), axis), x.data<T>(), SoftmaxFinish<T>{y.data<T>(), logOut}, y, what);
   });
 }
@@ -203,7 +209,7 @@ void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut) {
 void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase& y, int axis) {
   dispatchFloat(logits.type(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kGpuType<T>) {
+    if constexpr(!kNnType<T>) {
       fail("cross_entropy: element type ", logits.type(), " is not supported on the GPU yet");
     } else {
       Lines L = linesOf(logits.shape(), axis);
@@ -228,8 +234,8 @@ void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& b
   host::BroadcastPlan<2> gb(Shape(block), {&gamma.shape(), &beta.shape()});
   dispatchFloat(x.type(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kGpuType<T>) {
-      fail("element type ", x.type(), " is not supported on the GPU yet");
+    if constexpr(!kNnType<T>) {
+      fail("layer_norm: element type ", x.type(), " is not supported on the GPU yet");
     } else {
       cudaStream_t st = launchFor(y);
       const T *xp = x.data<T>(), *gp = gamma.data<T>(), *bp = beta.data<T>();

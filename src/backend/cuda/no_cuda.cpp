@@ -70,6 +70,10 @@ void crossEntropy(const TensorBase& x, const TensorBase&, TensorBase&, int) {
 void layerNorm(const TensorBase& x, const TensorBase&, const TensorBase&, TensorBase&, int, double) {
   fail(x.getDeviceId().toString(), ": ", kWhy);
 }
+void optimizerStep(size_t dev, Type, const UpdateRule&, void*, const void*, float*, float*, float*, int64_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
+double sumSquares(size_t dev, Type, const void*, int64_t) { fail("gpu", dev, ": ", kWhy); }
 
 }  // namespace cuda
 }  // namespace onyx

@@ -80,7 +80,7 @@ __global__ void reduceBlockPerOutput(host::ReducePlan p, const T* in, TOut* out,
   for(int64_t o = blockIdx.x; o < p.outN; o += gridDim.x) {
     const int64_t base = p.base(o);
     Acc acc = r.init;
-    for(int64_t j = threadIdx.x; j < p.redN; j += blockDim.x) acc = r.fold(acc, static_cast<Acc>(in[base + p.offset(j)]));
+    for(int64_t j = threadIdx.x; j < p.redN; j += blockDim.x) acc = r.fold(acc, static_cast<Acc>(loadDev(in, base + p.offset(j))));
     acc = warpMerge(acc, r);
     if(lane == 0) parts[warp] = acc;
     __syncthreads();
@@ -102,7 +102,7 @@ __global__ void reduceWarpPerOutput(host::ReducePlan p, const T* in, TOut* out, 
   for(int64_t o = first; o < p.outN; o += static_cast<int64_t>(gridDim.x) * warpsPerBlock) {
     const int64_t base = p.base(o);
     Acc acc = r.init;
-    for(int64_t j = lane; j < p.redN; j += 32) acc = r.fold(acc, static_cast<Acc>(in[base + p.offset(j)]));
+    for(int64_t j = lane; j < p.redN; j += 32) acc = r.fold(acc, static_cast<Acc>(loadDev(in, base + p.offset(j))));
     acc = warpMerge(acc, r);
     if(lane == 0) storeDev(out, o, r.finish(acc, p.redN));
   }
@@ -118,16 +118,14 @@ struct ReduceThreadPerOutput {
     using Acc = decltype(r.init);
     const int64_t base = p.base(o);
     Acc acc = r.init;
-    for(int64_t j = 0; j < p.redN; ++j) acc = r.fold(acc, static_cast<Acc>(in[base + p.offset(j)]));
+    for(int64_t j = 0; j < p.redN; ++j) acc = r.fold(acc, static_cast<Acc>(loadDev(in, base + p.offset(j))));
     storeDev(out, o, r.finish(acc, p.redN));
   }
 };
 
 template <class T, class TOut = T, class R>
 void reduceInto(const TensorBase& in, TensorBase& out, R r) {
-  if constexpr(!(kGpuType<T> && kGpuType<TOut>)) {
-    fail("element type ", in.type(), " is not supported on the GPU yet");
-  } else {
+  {
     host::ReducePlan p(in.shape(), out.shape());
     if(p.outN == 0) return;
     const T* ip = in.data<T>();
