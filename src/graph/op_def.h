@@ -27,6 +27,7 @@ using BackwardFn = std::function<void(GradCtx&)>;
 // GPU one is empty where the family file is not compiled by nvcc.
 struct Kernels {
   KernelFn cpu, gpu;
+  bool gpuOnHost = false;  // gpu runs cpu on host copies (ops::onHostCopies)
 };
 
 struct OnnxMapping {
@@ -52,6 +53,10 @@ struct OpDef {
   std::vector<OnnxMapping> onnxMappings;
   std::string noOnnxWhy;
   bool isStochastic = false;
+  // The GPU kernel runs the CPU's on host copies of the inputs and uploads
+  // the result (ops::onHostCopies): random draws (by design, so a seed gives
+  // the same values on every device) and ops without a GPU form yet.
+  bool gpuOnHost = false;
 
   // Declarative builder, used as ONYX_OP(kSin, "sin").doc(..).inputs(1)...
   OpDef& doc(std::string d) { docString = std::move(d); return *this; }
@@ -67,6 +72,7 @@ struct OpDef {
   OpDef& kernel(Kernels k) {
     kernels[0] = std::move(k.cpu);
     if(k.gpu) kernels[1] = std::move(k.gpu);
+    gpuOnHost = k.gpuOnHost;
     return *this;
   }
   OpDef& backward(BackwardFn f) { backwardFn = std::move(f); return *this; }

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -113,6 +114,14 @@ ONYX_OP(kCumProdGrad, "cumprod_grad")
         });
       });
     })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      int rank = x.shape().rank();
+      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
+      Tensor z = c.scratch(Shape{std::max<int64_t>(1, x.size())}, Type::float64);  // the suffix sums, per line
+      cuda::cumprodGrad(c.out.getDeviceId().no, x.type(), x.raw(), c.in[1]->raw(), c.out.raw(), z->data<double>(),
+                        ln.outer, ln.n, ln.inner, c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0);
+    })
     .notDifferentiable("the gradient of cumprod; second derivatives of cumprod are not supported")
     .noOnnx("internal: the backward of cumprod");
 
@@ -159,6 +168,13 @@ ONYX_OP(kCumProd, "cumprod")
           }
         });
       });
+    })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      int rank = x.shape().rank();
+      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
+      cuda::cumulate(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), ln.outer, ln.n, ln.inner,
+                     c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0, true);
     })
     .backward([](GradCtx& g) {
       g.add(0, g.graph.make(kCumProdGrad, {g.x(0), g.dy},

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include <onyx/backend/cpu/combine.h>
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
@@ -123,20 +124,59 @@ bool isNan(A v) {
   else return false;
 }
 
-// a combined with b by a scatter reduction (NaN propagates through max/min).
-template <class A>
-A combine(int red, A a, A b) {
-  switch(red) {
-    case 1: return a + b;
-    case 2: return a * b;
-    case 3: return (b > a || isNan(b)) && !isNan(a) ? b : a;
-    default: return (b < a || isNan(b)) && !isNan(a) ? b : a;
-  }
-}
+using host::combine;  // backend/cpu/combine.h, shared with the GPU kernels
 int reductionCode(const std::string& r) { return r == "add" ? 1 : r == "mul" ? 2 : r == "max" ? 3 : r == "min" ? 4 : 0; }
 
-void copyInput0(KernelCtx& c) {
-  if(c.out.bytes() > 0) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+using ops::copyInput0;
+
+// ---- GPU forms of the index ops: the indices are read (and checked) on a
+// host copy, which gives every element's or row's offset as the CPU
+// computes it; the offsets go to the device in one upload (graph
+// workspace) and one kernel moves or combines the data.
+
+// y row t (rowElems elements) = x's row at element offset offs[t].
+void gatherOnGpu(KernelCtx& c, const std::vector<int64_t>& offs, int64_t rowElems, const char* op) {
+  const TensorBase& x = *c.in[0];
+  size_t e = static_cast<size_t>(typeBits(x.type()) / 8);
+  ONYX_CHECK(isComputeType(x.type()) && e > 0, op, ": element type ", x.type(), " is not supported");
+  if(offs.empty() || rowElems == 0) return;
+  Tensor d = c.scratch(Shape{static_cast<int64_t>(offs.size())}, Type::int64);
+  d->set(offs);
+  cuda::gatherAt(c.out.getDeviceId().no, c.out.raw(), x.raw(), d->data<int64_t>(), static_cast<int64_t>(offs.size()),
+                 rowElems, e);
+}
+
+// y = data (input 0), then update row i (s elements of input 2) combined into
+// y's row at element offset target[i], the updates of one target in
+// ascending i as the CPU applies them (red 0: the last one wins).
+void scatterOnGpu(KernelCtx& c, const std::vector<int64_t>& target, int64_t s, int red, const char* op) {
+  const TensorBase& x = *c.in[0];
+  ONYX_CHECK(isComputeType(x.type()) && typeBits(x.type()) >= 8, op, ": element type ", x.type(),
+             " is not supported");
+  const size_t dev = c.out.getDeviceId().no;
+  copyInput0(c);
+  const size_t m = target.size();
+  if(m == 0 || s == 0) return;
+  std::vector<int64_t> order(m);
+  std::iota(order.begin(), order.end(), int64_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return target[size_t(a)] < target[size_t(b)]; });
+  // One array: the distinct targets [K], starts [K + 1], update rows [m].
+  std::vector<int64_t> targets, starts;
+  for(size_t k = 0; k < m; ++k)
+    if(k == 0 || target[size_t(order[k])] != target[size_t(order[k - 1])]) {
+      targets.push_back(target[size_t(order[k])]);
+      starts.push_back(static_cast<int64_t>(k));
+    }
+  starts.push_back(static_cast<int64_t>(m));
+  const int64_t K = static_cast<int64_t>(targets.size());
+  std::vector<int64_t> all(targets);
+  all.insert(all.end(), starts.begin(), starts.end());
+  all.insert(all.end(), order.begin(), order.end());
+  Tensor d = c.scratch(Shape{static_cast<int64_t>(all.size())}, Type::int64);
+  d->set(all);
+  const int64_t* p = d->data<int64_t>();
+  cuda::scatterAt(dev, x.type(), c.out.raw(), c.in[2]->raw(), p, p + K, p + 2 * K + 1, K, s, red);
 }
 
 // ---------------------------------------------------------------- scatter backward
@@ -457,6 +497,25 @@ ONYX_OP(kGatherElements, "gather_elements")
       int a = axisOf(g.attrs.i("axis"), x->shape().rank());
       g.add(0, scatter_elements(g.graph.zeros(x->shape(), x->value_type()), a, g.x(1), g.dy, "add"));
     })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      Tensor ix = c.in[1]->hostCopy();
+      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int64_t n = x.shape().dims()[a];
+      auto xs = x.shape().strides();
+      int64_t sa = xs[a];
+      xs[a] = 0;
+      std::vector<int64_t> offs(static_cast<size_t>(ix->size()));
+      dispatchIndex(ix->type(), "gather_elements", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        checkIndices<I>(*ix, n, a, c.node);
+        const I* idx = ix->data<I>();
+        walkOffsets(ix->shape().dims(), xs, 0, ix->size(), [&](int64_t i, int64_t off) {
+          offs[size_t(i)] = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
+        });
+      });
+      gatherOnGpu(c, offs, 1, "gather_elements");
+    })
     .onnx("GatherElements", 11)
     .exporter([](OnnxExportCtx& c) {
       requireBf16(c);
@@ -534,6 +593,25 @@ ONYX_OP(kScatterElements, "scatter_elements")
         });
       });
     })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      Tensor ix = c.in[1]->hostCopy();
+      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int64_t n = x.shape().dims()[a];
+      auto xs = x.shape().strides();
+      int64_t sa = xs[a];
+      xs[a] = 0;
+      std::vector<int64_t> target(static_cast<size_t>(ix->size()));
+      dispatchIndex(ix->type(), "scatter_elements", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        checkIndices<I>(*ix, n, a, c.node);
+        const I* idx = ix->data<I>();
+        walkOffsets(ix->shape().dims(), xs, 0, ix->size(), [&](int64_t i, int64_t off) {
+          target[size_t(i)] = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
+        });
+      });
+      scatterOnGpu(c, target, 1, reductionCode(c.attrs.s("reduction")), "scatter_elements");
+    })
     .backward([](GradCtx& g) {
       int a = axisOf(g.attrs.i("axis"), g.x(0)->shape().rank());
       Expr idx = g.x(1);
@@ -592,6 +670,17 @@ ONYX_OP(kGatherNd, "gather_nd")
       Expr x = g.x(0);
       g.add(0, scatter_nd(g.graph.zeros(x->shape(), x->value_type()), g.x(1), g.dy, "add",
                           static_cast<int>(g.attrs.i("batch_dims"))));
+    })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      Tensor ix = c.in[1]->hostCopy();
+      NdDims d = ndDims(x.shape(), ix->shape(), c.attrs.i("batch_dims"));
+      std::vector<int64_t> offs;
+      dispatchIndex(ix->type(), "gather_nd", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        offs = ndOffsets<I>(x, *ix, d, c.node);
+      });
+      gatherOnGpu(c, offs, d.slice, "gather_nd");
     })
     .onnx("GatherND", 11)
     // batch_dims is ONNX's from opset 12; at 11 the batch coordinates go into
@@ -662,6 +751,17 @@ ONYX_OP(kScatterNd, "scatter_nd")
             host::store(yp, o, combine(red, host::load(yp, o), host::load(up, static_cast<int64_t>(t) * s + j)));
           }
       });
+    })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      Tensor ix = c.in[1]->hostCopy();
+      NdDims d = ndDims(x.shape(), ix->shape(), c.attrs.i("batch_dims"));
+      std::vector<int64_t> offs;
+      dispatchIndex(ix->type(), "scatter_nd", [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        offs = ndOffsets<I>(x, *ix, d, c.node);
+      });
+      scatterOnGpu(c, offs, d.slice, reductionCode(c.attrs.s("reduction")), "scatter_nd");
     })
     .backward([](GradCtx& g) {
       int b = static_cast<int>(g.attrs.i("batch_dims"));
@@ -771,6 +871,15 @@ ONYX_OP(kCumSum, "cumsum")
           }
         });
       });
+    })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const auto& xd = x.shape().dims();
+      int rank = x.shape().rank();
+      int a = rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank);
+      int64_t outer = prodDims(xd, 0, a), n = rank == 0 ? 1 : xd[a], inner = prodDims(xd, a + 1, xd.size());
+      cuda::cumulate(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), outer, n, inner,
+                     c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0, false);
     })
     // dx_j = sum of dy_i over the i whose sums include j: the same sum in the
     // other direction.
@@ -894,6 +1003,13 @@ ONYX_OP(kTopKIndices, "topk_indices")
           }
         });
       });
+    })
+    .gpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      const auto& xd = x.shape().dims();
+      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      cuda::topkIndices(c.out.getDeviceId().no, x.type(), x.raw(), c.out.data<int64_t>(), prodDims(xd, 0, a), xd[a],
+                        prodDims(xd, a + 1, xd.size()), c.attrs.i("k"), c.attrs.i("largest") != 0);
     })
     .notDifferentiable("integer output (indices); topk's values get gradients through gather_elements")
     .noOnnx("ONNX TopK imports as topk_indices plus gather_elements for the values")

@@ -1,10 +1,13 @@
 // Shared helpers for family files: kernels from functors, dtype dispatch.
 // Only src/ops/*.cpp include this.
 #pragma once
+#include <cstring>
+
 #include <onyx/backend/cpu/element.h>
 #ifdef __CUDACC__
 #include <onyx/backend/cuda/element.cuh>
 #endif
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/op_def.h>
@@ -103,12 +106,11 @@ Kernels onDevices(Body body) {
 #endif
 }
 
-// The kernels of a random op: the CPU kernel, and for the GPU the same
-// kernel run on host copies of the inputs, its result copied to the device.
-// So a seeded draw gives the same values on every device (as param
-// initializers do), which is what the random ops promise; the cost is a copy
-// of the output.
-inline Kernels drawOnHost(KernelFn cpu) {
+// The CPU kernel, and for the GPU the same kernel run on host copies of the
+// inputs, its result copied to the device (OpDef::gpuOnHost). Random ops use
+// it by design (drawOnHost); for others it is the interim GPU form, at the
+// cost of the copies (the list is tests/ops/harness.cpp's gpuOnHostOps()).
+inline Kernels onHostCopies(KernelFn cpu) {
   KernelFn gpu = [cpu](KernelCtx& c) {
     std::vector<Tensor> ins;
     for(TensorBase* t : c.in) ins.push_back(t->hostCopy());
@@ -118,8 +120,13 @@ inline Kernels drawOnHost(KernelFn cpu) {
     cpu(h);
     c.out.copyFrom(*out);
   };
-  return {cpu, gpu};
+  return {cpu, gpu, true};
 }
+
+// The kernels of a random op: a seeded draw gives the same values on every
+// device (as param initializers do), which is what the random ops promise;
+// the cost is a copy of the output.
+inline Kernels drawOnHost(KernelFn cpu) { return onHostCopies(std::move(cpu)); }
 
 // y = f(x) on float types with f made from the node's attributes at run
 // time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
@@ -132,6 +139,14 @@ template <class Make> Kernels unaryNumericWith(Make make) { return elementwiseKe
 inline void inferFloatUnary(InferCtx& c) {
   c.requireFloat(0);
   infer::sameAsInput0(c);
+}
+
+// out = input 0, byte for byte, on the tensors' device (a kernel made of it
+// serves both devices: OpDef::anyDevice).
+inline void copyInput0(KernelCtx& c) {
+  if(c.out.bytes() == 0) return;
+  if(c.out.onHost()) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+  else cuda::copyBytes(c.out.getDeviceId().no, c.out.raw(), c.in[0]->raw(), c.out.bytes());
 }
 
 // Scalar operand as a rank-0 constant of x's type.

@@ -558,12 +558,12 @@ ONYX_OP(kInverse, "inverse")
       inferSquare(c);
       infer::sameAsInput0(c);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onHostCopies([](KernelCtx& c) {
       eachMatrix(c, [&](int64_t m, std::vector<double> a, int64_t n) {
         std::vector<double> inv = inverseOf(std::move(a), n);
         for(int64_t i = 0; i < n * n; ++i) c.out.setFromDouble(m * n * n + i, inv[static_cast<size_t>(i)]);
       });
-    })
+    }))
     // dY = -Y^T . dy . Y^T
     .backward([](GradCtx& g) {
       Expr y = g.y();
@@ -591,9 +591,9 @@ ONYX_OP(kDet, "det")
       c.shape = Shape(d);
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onHostCopies([](KernelCtx& c) {
       eachMatrix(c, [&](int64_t m, std::vector<double> a, int64_t n) { c.out.setFromDouble(m, detOf(std::move(a), n)); });
-    })
+    }))
     // d det / dx = det * x^-T (Jacobi's formula); needs an invertible x.
     .backward([](GradCtx& g) {
       Shape::Dims d = g.y()->shape().dims();

@@ -13,6 +13,7 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/indexing.h>
+#include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/shape.h>
 
 namespace onyx {
@@ -32,9 +33,9 @@ ONYX_OP(kBitCast, "bitcast")
       c.shape = c.shapeOf(0);
       c.type = to;
     })
-    .cpu([](KernelCtx& c) {
+    .anyDevice([](KernelCtx& c) {
       ONYX_ASSERT(c.out.bytes() == c.in[0]->bytes(), "bitcast of ", c.in[0]->bytes(), " bytes into ", c.out.bytes());
-      if(c.out.bytes()) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
+      ops::copyInput0(c);
     })
     .notDifferentiable("a reinterpretation of bits has no useful derivative")
     .onnx("BitCast", 26);

@@ -260,6 +260,11 @@ ONYX_OP(kHardmax, "hardmax")
         hardmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis);
       });
     })
+    .gpu([](KernelCtx& c) {
+      AxisLines lines(c.in[0]->shape(), normAxis(c.in[0]->shape(), c.attrs.i("axis")));
+      cuda::hardmax(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), lines.outer, lines.n,
+                    lines.inner);
+    })
     .notDifferentiable("piecewise constant: the gradient is zero almost everywhere")
     .onnx("Hardmax", 13)
     .onnxExport(1, [](OnnxExportCtx& c) { exportCoerced2d(c, "Hardmax"); }, 12);

@@ -30,6 +30,28 @@ bool isQuantType(Type t) {
          t == Type::int64;
 }
 
+// y = saturate(round(x / s) + zp) in Q, for the CPU and (nvcc builds) the
+// GPU: the quotient in x's compute type, as numpy divides float32 by
+// float32; nearbyint rounds half to even in the default mode; NaN gives 0
+// and out-of-range values saturate, as castFromDouble.
+template <class Q>
+struct QuantizeOf {
+  double lo, hi;
+  Q qlo, qhi;
+  static QuantizeOf make() {
+    return {static_cast<double>(std::numeric_limits<Q>::lowest()), static_cast<double>(std::numeric_limits<Q>::max()),
+            std::numeric_limits<Q>::lowest(), std::numeric_limits<Q>::max()};
+  }
+  template <class O, class C>
+  ONYX_HD Q operator()(O, C x, C s, Q zp) const {
+    const double v = ::nearbyint(static_cast<double>(x / s)) + static_cast<double>(zp);
+    if(v != v) return Q(0);
+    if(v <= lo) return qlo;
+    if(v >= hi) return qhi;
+    return static_cast<Q>(v);
+  }
+};
+
 // Integer types a quantized value may have.
 template <class Fn>
 void dispatchQuant(Type t, const char* what, Fn&& fn) {
@@ -264,23 +286,15 @@ ONYX_OP(kQuantizeLinear, "quantize_linear")
       c.shape = x;
       c.type = c.typeOf(2);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       dispatchFloat(c.in[0]->type(), "quantize_linear", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        using C = typename ComputeOf<T>::type;
         dispatchQuant(c.out.type(), "quantize_linear", [&](auto qtag) {
           using Q = typename decltype(qtag)::type;
-          // The quotient in x's compute type, as numpy divides float32 by
-          // float32; nearbyint rounds half to even in the default mode.
-          host::elementwise<Q, T, T, Q>(
-              [](auto, C x, C s, auto zp) {
-                double r = static_cast<double>(std::nearbyint(x / s));
-                return castFromDouble<Q>(r + static_cast<double>(zp));
-              },
-              c.out, *c.in[0], *c.in[1], *c.in[2]);
+          decltype(on)::template run<Q, T, T, Q>(QuantizeOf<Q>::make(), c.out, *c.in[0], *c.in[1], *c.in[2]);
         });
       });
-    })
+    }))
     .notDifferentiable("integer output (its derivative is 0 almost everywhere)")
     .onnx("QuantizeLinear", 10)
     .importer(importQuantizeLinear)

@@ -593,11 +593,11 @@ ONYX_OP(kResize, "resize")
       c.shape = checkResize(c, c.shapeOf(0));
       c.type = t;
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onHostCopies([](KernelCtx& c) {
       dispatchNumeric(c.out.type(), "resize", [&](auto tag) {
         resizeRun<typename decltype(tag)::type>(*c.in[0], c.out, c.attrs, c.in[0]->shape(), c.out.shape(), false);
       });
-    })
+    }))
     // Linear in x: the gradient is the adjoint map.
     .backward([](GradCtx& g) {
       AttrList l = resizeAttrs(g.attrs);
@@ -712,13 +712,13 @@ Expr resize_by(Expr x, const std::vector<double>& scales, const ResizeOptions& o
       c.shape = xs;
       c.type = c.typeOf(0);
     })
-    .cpu([](KernelCtx& c) {
+    .kernel(ops::onHostCopies([](KernelCtx& c) {
       const IntList& is = c.attrs.ints("input_shape");
       Shape xs(Shape::Dims(is.begin(), is.end()));
       dispatchFloat(c.out.type(), "resize_grad", [&](auto tag) {
         resizeRun<typename decltype(tag)::type>(*c.in[0], c.out, c.attrs, xs, c.in[0]->shape(), true);
       });
-    })
+    }))
     // Linear in dy: the adjoint of the adjoint is resize without the
     // extrapolation constant.
     .backward([](GradCtx& g) {

@@ -22,14 +22,9 @@ using namespace functional;
 
 namespace {
 
-// Plain copy of all elements (any type).
-// The element movers below work on the tensors' own device, so kernels made
-// only of them register for every device (OpDef::anyDevice).
-void copyKernel(KernelCtx& c) {
-  if(c.out.bytes() == 0) return;
-  if(c.out.onHost()) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
-  else cuda::copyBytes(c.out.getDeviceId().no, c.out.raw(), c.in[0]->raw(), c.out.bytes());
-}
+// The element movers below (and ops::copyInput0) work on the tensors' own
+// device, so kernels made only of them register for every device
+// (OpDef::anyDevice).
 
 // Bytes per element for the byte-moving kernels (packed 4-bit types and
 // strings have no whole-byte element to move).
@@ -410,7 +405,7 @@ ONYX_OP(kReshape, "reshape")
               c.shape.elements(), " elements)");
       c.type = c.typeOf(0);
     })
-    .anyDevice(copyKernel)
+    .anyDevice(ops::copyInput0)
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
     .onnx("Reshape", 1)
     .importer([](OnnxImportCtx& c) {
@@ -551,7 +546,7 @@ ONYX_OP(kFlatten, "flatten")
       c.shape = Shape{prodDims(s.dims(), 0, k), prodDims(s.dims(), k, s.size())};
       c.type = c.typeOf(0);
     })
-    .anyDevice(copyKernel)
+    .anyDevice(ops::copyInput0)
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
     .onnx("Flatten", 1)
     .exporter([](OnnxExportCtx& c) {
@@ -1066,7 +1061,7 @@ ONYX_OP(kPad, "pad")
       const TensorBase& x = *c.in[0];
       const Shape& os = c.out.shape();
       int r = os.rank();
-      if(r == 0) return copyKernel(c);
+      if(r == 0) return ops::copyInput0(c);
       const IntList& p = c.attrs.ints("pads");
       const std::string& mode = c.attrs.s("mode");
       std::vector<std::vector<int64_t>> maps;
@@ -1103,7 +1098,7 @@ ONYX_OP(kPad, "pad")
       const TensorBase& x = *c.in[0];
       const Shape& os = c.out.shape();
       int r = os.rank();
-      if(r == 0) return copyKernel(c);
+      if(r == 0) return ops::copyInput0(c);
       const IntList& p = c.attrs.ints("pads");
       std::vector<int64_t> maps;  // the axes' maps one after the other, uploaded
       for(int k = 0; k < r; ++k) {

@@ -4,6 +4,7 @@
 // computed as the CPU kernels compute them (ops/indexing.cpp, shape2.cpp).
 #include <onyx/backend/cuda/kernels.h>
 
+#include <onyx/backend/cpu/combine.h>
 #include <onyx/backend/cuda/common.cuh>
 #include <onyx/core/dispatch.h>
 
@@ -46,6 +47,34 @@ struct ArgBody {
       }
     }
     y[r] = at;
+  }
+};
+
+// Element j of line r lands at its rank among the line (how many elements
+// come before it: better, or as good with a smaller index), if that is < k.
+// The order is strict and total, so each of the k places is written once,
+// with the CPU's result (its partial sort under the same order). O(n) per
+// element: fine for the usual k and n (classes, beams), slow for very long
+// lines.
+template <class T>
+struct TopkBody {
+  const T* x;
+  int64_t* y;
+  int64_t n, inner, k;
+  bool largest;
+  __device__ bool before(typename ComputeOf<T>::type a, int64_t i, typename ComputeOf<T>::type b, int64_t j) const {
+    const bool first = largest ? aboveDev(a, b) : aboveDev(b, a);
+    const bool second = largest ? aboveDev(b, a) : aboveDev(a, b);
+    return first || (!second && i < j);
+  }
+  __device__ void operator()(int64_t e) const {
+    const int64_t r = e / n, j = e % n;
+    const int64_t base = (r / inner) * n * inner + r % inner;
+    const auto v = loadDev(x, base + j * inner);
+    int64_t rank = 0;
+    for(int64_t i = 0; i < n && rank < k; ++i)
+      if(i != j && before(loadDev(x, base + i * inner), i, v, j)) ++rank;
+    if(rank < k) y[(r / inner) * k * inner + rank * inner + r % inner] = j;
   }
 };
 
@@ -107,6 +136,37 @@ struct PadBody {
   }
 };
 
+// Element e = (t, j) of dst rows of `row` elements (words W of the
+// element's size) = src[offs[t] + j].
+template <class W>
+struct GatherAtBody {
+  W* dst;
+  const W* src;
+  const int64_t* offs;
+  int64_t row;
+  __device__ void operator()(int64_t e) const { dst[e] = src[offs[e / row] + e % row]; }
+};
+
+// y row targets[q], element j, combines the rows srcs[starts[q] ..
+// starts[q + 1]) of u in order (red 0: the last one replaces).
+template <class T>
+struct ScatterAtBody {
+  T* y;
+  const T* u;
+  const int64_t *targets, *starts, *srcs;
+  int64_t s;
+  int red;
+  __device__ void operator()(int64_t e) const {
+    const int64_t q = e / s, j = e % s, o = targets[q] + j;
+    if(red == 0) {
+      y[o] = u[srcs[starts[q + 1] - 1] * s + j];
+      return;
+    }
+    for(int64_t p = starts[q]; p < starts[q + 1]; ++p)
+      storeDev(y, o, host::combine(red, loadDev(y, o), loadDev(u, srcs[p] * s + j)));
+  }
+};
+
 }  // namespace
 
 void padMapped(size_t dev, Type t, const void* x, void* y, const Shape& out, const Shape& in, const int64_t* maps,
@@ -146,6 +206,15 @@ void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, in
   });
 }
 
+void topkIndices(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                 bool largest) {
+  if(k == 0) return;
+  dispatchNumeric(t, "topk_indices", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forEachOn(dev, TopkBody<T>{static_cast<const T*>(x), y, n, inner, k, largest}, outer * inner * n, "topk_indices");
+  });
+}
+
 void trilu(size_t dev, const void* x, void* y, int64_t count, int64_t n, int64_t m, int64_t k, bool upper,
            size_t esize) {
   auto run = [&](auto word) {
@@ -159,6 +228,45 @@ void trilu(size_t dev, const void* x, void* y, int64_t count, int64_t n, int64_t
     case 8: return run(uint64_t());
     default: fail("trilu: elements of ", esize, " bytes are not supported on the GPU");
   }
+}
+
+void gatherAt(size_t dev, void* dst, const void* src, const int64_t* offs, int64_t rows, int64_t rowElems,
+              size_t esize) {
+  auto run = [&](auto word) {
+    using W = decltype(word);
+    forEachOn(dev, GatherAtBody<W>{static_cast<W*>(dst), static_cast<const W*>(src), offs, rowElems},
+              rows * rowElems, "gather");
+  };
+  switch(esize) {
+    case 1: return run(uint8_t());
+    case 2: return run(uint16_t());
+    case 4: return run(uint32_t());
+    case 8: return run(uint64_t());
+    default: fail("gather: elements of ", esize, " bytes are not supported on the GPU");
+  }
+}
+
+void scatterAt(size_t dev, Type t, void* y, const void* u, const int64_t* targets, const int64_t* starts,
+               const int64_t* srcs, int64_t count, int64_t s, int red) {
+  if(red == 0) {  // any element type: move words of its size
+    auto run = [&](auto word) {
+      using W = decltype(word);
+      forEachOn(dev, ScatterAtBody<W>{static_cast<W*>(y), static_cast<const W*>(u), targets, starts, srcs, s, 0},
+                count * s, "scatter");
+    };
+    switch(typeBits(t)) {
+      case 8: return run(uint8_t());
+      case 16: return run(uint16_t());
+      case 32: return run(uint32_t());
+      case 64: return run(uint64_t());
+      default: fail("scatter: element type ", t, " is not supported on the GPU");
+    }
+  }
+  dispatchNumeric(t, "scatter", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forEachOn(dev, ScatterAtBody<T>{static_cast<T*>(y), static_cast<const T*>(u), targets, starts, srcs, s, red},
+              count * s, "scatter");
+  });
 }
 
 }  // namespace cuda

@@ -108,6 +108,37 @@ void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase
 void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& beta, TensorBase& y, int axis,
                double eps);
 
+// Lines of x [outer, n, inner] (a line: fixed outer and inner index), a
+// thread per line scanned in order as the CPU's kernels do:
+// cumulate: y = the running sum (product) along each line in host::AccOf<T>
+// (exclusive: of the elements before; reverse: from the end);
+// cumprodGrad: dx of sum(cumprod(x) * dy), with z (float64, outer * n *
+// inner elements, device scratch) for the suffix sums;
+// hardmax: y = 1 at the first maximum of each line, 0 elsewhere.
+void cumulate(size_t dev, Type t, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+              bool reverse, bool product);
+void cumprodGrad(size_t dev, Type t, const void* x, const void* dy, void* dx, double* z, int64_t outer, int64_t n,
+                 int64_t inner, bool exclusive, bool reverse);
+void hardmax(size_t dev, Type t, const void* x, void* y, int64_t outer, int64_t n, int64_t inner);
+// y [outer, k, inner] = the positions along the middle dim of the k largest
+// (or smallest) elements of each line of x [outer, n, inner], best first,
+// ties in index order, NaN above every number: the CPU's topk_indices.
+void topkIndices(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                 bool largest);
+// Row t of dst (rowElems elements of `esize` bytes) = the row at element
+// offset offs[t] of src, for t < rows (offs int64 on the device: gather_nd,
+// and gather_elements with rows of one element).
+void gatherAt(size_t dev, void* dst, const void* src, const int64_t* offs, int64_t rows, int64_t rowElems,
+              size_t esize);
+// Scatter into y of element type t: for each of `targets` distinct row
+// offsets targets[q] (rows of s elements), the update rows srcs[starts[q] ..
+// starts[q + 1]) of u (ascending, the CPU's order) are combined into it:
+// red 0 replaces (the last one wins), else host::combine (combine.h) after
+// each of which the value is stored in t, as the CPU's kernels do. All
+// arrays int64 on the device.
+void scatterAt(size_t dev, Type t, void* y, const void* u, const int64_t* targets, const int64_t* starts,
+               const int64_t* srcs, int64_t count, int64_t s, int red);
+
 // One optimizer step of a param of n elements of float type t on gpu<dev>:
 // updateElement(r, i, ...) for every i (backend/cpu/update_rule.h); master,
 // s0, s1 are float32 device arrays or null.

@@ -70,6 +70,23 @@ void crossEntropy(const TensorBase& x, const TensorBase&, TensorBase&, int) {
 void layerNorm(const TensorBase& x, const TensorBase&, const TensorBase&, TensorBase&, int, double) {
   fail(x.getDeviceId().toString(), ": ", kWhy);
 }
+void cumulate(size_t dev, Type, const void*, void*, int64_t, int64_t, int64_t, bool, bool, bool) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void cumprodGrad(size_t dev, Type, const void*, const void*, void*, double*, int64_t, int64_t, int64_t, bool, bool) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void hardmax(size_t dev, Type, const void*, void*, int64_t, int64_t, int64_t) { fail("gpu", dev, ": ", kWhy); }
+void topkIndices(size_t dev, Type, const void*, int64_t*, int64_t, int64_t, int64_t, int64_t, bool) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void gatherAt(size_t dev, void*, const void*, const int64_t*, int64_t, int64_t, size_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void scatterAt(size_t dev, Type, void*, const void*, const int64_t*, const int64_t*, const int64_t*, int64_t, int64_t,
+               int) {
+  fail("gpu", dev, ": ", kWhy);
+}
 void optimizerStep(size_t dev, Type, const UpdateRule&, void*, const void*, float*, float*, float*, int64_t) {
   fail("gpu", dev, ": ", kWhy);
 }
