@@ -23,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <onyx/backend/cuda/device.h>
 #include <onyx/converters/native_model.h>
 #include <onyx/io/npz.h>
 
@@ -256,7 +257,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> dirs;
   std::string knownFile, filter;
   Options o;
-  bool verbose = false, list = false;
+  bool verbose = false, list = false, skipWithoutDevice = false;
   app.add_option("dirs", dirs, "folders holding test cases (searched recursively)")->required()->check(CLI::ExistingDirectory);
   app.add_option("--known-failures", knownFile, "file of 'test_name reason' lines; those may fail");
   app.add_option("--rtol", o.rtol, "relative tolerance")->capture_default_str();
@@ -268,6 +269,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fork", [&](int64_t) { o.fork = false; }, "run cases in this process (for a debugger)");
   app.add_flag("-v,--verbose", verbose, "also print passes and expected failures");
   app.add_flag("--list", list, "list the cases found and exit");
+  app.add_flag("--skip-without-device", skipWithoutDevice,
+               "exit with 77 (ctest's skip) and the reason when --device names a GPU this machine cannot use");
   app.add_flag("--round-trip", o.roundTrip,
                "instead of the reference check: ONNX -> native -> ONNX must pass the ONNX checker and give "
                "bit-identical outputs in Onyx, and a second round trip a byte-identical file");
@@ -276,6 +279,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    DeviceId dev = parseDevice(o.device);
+    if(skipWithoutDevice && dev.type == DeviceType::gpu) {
+      std::string why = cuda::unavailable(dev.no);
+      if(!why.empty()) {
+        std::cout << "SKIPPED: " << o.device << ": " << why << "\n";
+        return 77;
+      }
+    }
     auto known = readKnown(knownFile);
     std::vector<fs::path> cases;
     for(const auto& d : dirs) findCases(d, cases);

@@ -9,6 +9,7 @@
 #include <onyx/ops/conv.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 
@@ -308,7 +309,9 @@ void convGradWeightKernel(KernelCtx& c) {
   else block(0, N);
 }
 
-// ---- The GPU kernels: the same windows and GEMMs, one sample after the
+// ---- The GPU kernels: cuDNN's forward, backward-data (conv_transpose) and
+// backward-filter (conv_grad_weight) passes where cuDNN takes the case;
+// otherwise the same windows and GEMMs as the CPU, one sample after the
 // other on the device's stream (im2col / col2im in backend/cuda/conv.cu,
 // GEMMs through cuBLAS), col in the graph's workspace.
 
@@ -324,6 +327,14 @@ struct GpuBufs {
   const char* at(const void* p, int64_t i) const { return static_cast<const char*>(p) + i * e; }
 };
 
+// n bytes of the graph's workspace for cuDNN, held by `keep`.
+std::function<void*(size_t)> workspaceOf(KernelCtx& c, Tensor& keep) {
+  return [&c, &keep](size_t bytes) {
+    keep = c.scratch(Shape{static_cast<int64_t>(bytes)}, Type::uint8);
+    return keep->raw();
+  };
+}
+
 void convGpu(KernelCtx& c) {
   const TensorBase& xt = *c.in[0];
   const TensorBase& wt = *c.in[1];
@@ -332,6 +343,13 @@ void convGpu(KernelCtx& c) {
   const Geom& g = cd.g;
   const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
   const GpuBufs b(c.out);
+  // cuDNN where it takes the case (backend/cuda/cudnn.cu), else the CPU's
+  // windows and GEMMs.
+  Tensor ws;
+  if(cuda::cudnnConvForward(b.dev, b.t, xt.raw(), wt.raw(), c.out.raw(), N, C, M, G, g, workspaceOf(c, ws))) {
+    if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, P);
+    return;
+  }
   const bool direct = cd.direct;
   Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), b.t);
   for(int64_t n = 0; n < N; ++n)
@@ -353,6 +371,14 @@ void convTransposeGpu(KernelCtx& c) {
   const Geom& g = cd.g;
   const int64_t N = cd.N, C = cd.M, G = cd.G, Cg = cd.Mg, Mg = cd.Cg, M = cd.C, MK = cd.CK, P = cd.P;
   const GpuBufs b(c.out);
+  // The adjoint of the convolution cd describes (image cd.C channels, output
+  // cd.M): cuDNN's backward-data pass, where it takes the case.
+  Tensor ws;
+  if(cuda::cudnnConvBackwardData(b.dev, b.t, wt.raw(), xt.raw(), c.out.raw(), N, cd.C, cd.M, G, g,
+                                 workspaceOf(c, ws))) {
+    if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, g.imgSize);
+    return;
+  }
   const bool direct = cd.direct;
   Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{MK, P}), b.t);
   for(int64_t n = 0; n < N; ++n)
@@ -375,6 +401,9 @@ void convGradWeightGpu(KernelCtx& c) {
   const Geom& g = cd.g;
   const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
   const GpuBufs b(c.out);
+  Tensor ws;
+  if(cuda::cudnnConvBackwardFilter(b.dev, b.t, xt.raw(), dyt.raw(), c.out.raw(), N, C, M, G, g, workspaceOf(c, ws)))
+    return;
   const bool direct = cd.direct;
   Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), b.t);
   cuda::fillZero(b.dev, c.out.raw(), c.out.bytes());

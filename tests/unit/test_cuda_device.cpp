@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <map>
 
 #include <onyx/backend/cuda/device.h>
+#include <onyx/backend/cuda/kernels.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -151,6 +154,60 @@ std::map<std::string, std::vector<float>> trainSteps(DeviceId dev, const std::st
   for(auto& kv : opt->state()) out["state " + kv.first] = kv.second->toVector<float>();
   out["scale"] = {static_cast<float>(scaler.scaleFactor())};
   return out;
+}
+
+TEST(CudaDevice, CudnnAsConfigured) {
+  // cuDNN is used where the build found it, unless ONYX_CUDNN=0 says not.
+  const char* env = std::getenv("ONYX_CUDNN");
+  const bool off = env && std::string(env) == "0";
+  EXPECT_EQ(cuda::cudnnAvailable(), ONYX_TEST_CUDNN_BUILT != 0 && !off);
+}
+
+// Convolutions of the shapes networks have (ResNet's 7x7 stride 2, 3x3,
+// 1x1, grouped and depthwise, dilated, 1-D and 3-D), through cuDNN where it
+// takes them and im2col where not (asymmetric pads), against the CPU.
+TEST(CudaDevice, ConvolutionsMatchTheCpu) {
+  REQUIRE_GPU();
+  struct Case {
+    Shape x, w;
+    std::vector<int64_t> strides, pads, dilations;
+    int64_t group;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 64, 64}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1},
+      {{2, 32, 28, 28}, {32, 32, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
+      {{4, 64, 14, 14}, {128, 64, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
+      {{2, 32, 16, 16}, {32, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4},
+      {{2, 32, 16, 16}, {32, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 32},
+      {{1, 8, 20, 20}, {8, 8, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1},
+      {{1, 8, 20, 20}, {8, 8, 3, 3}, {2, 2}, {0, 0, 1, 1}, {1, 1}, 1},  // asymmetric: im2col
+      {{2, 4, 50}, {6, 4, 5}, {2}, {2, 2}, {1}, 1},
+      {{1, 4, 6, 8, 8}, {4, 4, 3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 1},
+  };
+  for(Type t : {Type::float32, Type::float16})
+    for(size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[k];
+      std::vector<float> out[2];
+      for(int d = 0; d < 2; ++d) {
+        auto g = New<ExpressionGraph>();
+        if(d == 1) g->setDevice(gpu(0));
+        g->setSeed(static_cast<uint64_t>(11 + k));
+        auto x = g->param("x", c.x, inits::uniform(-1, 1), t);
+        auto w = g->param("w", c.w, inits::uniform(-0.5, 0.5), t);
+        ConvOptions o;
+        o.strides = c.strides;
+        o.pads = c.pads;
+        o.dilations = c.dilations;
+        o.group = c.group;
+        auto y = cast(conv(x, w, nullptr, o), Type::float32);
+        g->forward();
+        out[d] = y->val()->toVector<float>();
+      }
+      ASSERT_EQ(out[0].size(), out[1].size()) << "case " << k;
+      const double tol = t == Type::float32 ? 1e-4 : 2e-2;
+      for(size_t i = 0; i < out[0].size(); ++i)
+        ASSERT_NEAR(out[1][i], out[0][i], tol * (1 + std::fabs(out[0][i]))) << "case " << k << " " << t << " at " << i;
+    }
 }
 
 TEST(CudaDevice, OptimizersAndLossScalingMatchTheCpu) {

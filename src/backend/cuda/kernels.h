@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/backend/cpu/update_rule.h>
@@ -80,6 +81,25 @@ void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, in
 // the CPU's accumulates); addChannelBias adds b[m] to y[n, m, :] for N
 // samples of M channels of P elements.
 void im2col(size_t dev, Type t, const void* x, int64_t C, const host::ConvGeom& g, void* col);
+// Whether convolutions go through cuDNN: this build has it and ONYX_CUDNN=0
+// is not set in the environment.
+bool cudnnAvailable();
+// y [N, M, pos] = conv(x [N, C, img], w [M, C / G, k]) with G groups through
+// cuDNN (no bias), when cuDNN takes the case (float types, the same pad at
+// both ends of each axis); returns false, having done nothing, otherwise.
+// The algorithm is chosen once per shape and cached (cudnn.cu); workspace(n)
+// returns n bytes of device memory (the graph's workspace).
+bool cudnnConvForward(size_t dev, Type t, const void* x, const void* w, void* y, int64_t N, int64_t C, int64_t M,
+                      int64_t G, const host::ConvGeom& g, const std::function<void*(size_t)>& workspace);
+// The same convolution's backward passes (deterministic algorithms only):
+// dx [N, C, img] from dy [N, M, pos] and w (conv_transpose's forward), and
+// dw [M, C / G, k] summed over the samples (conv_grad_weight).
+bool cudnnConvBackwardData(size_t dev, Type t, const void* w, const void* dy, void* dx, int64_t N, int64_t C,
+                           int64_t M, int64_t G, const host::ConvGeom& g,
+                           const std::function<void*(size_t)>& workspace);
+bool cudnnConvBackwardFilter(size_t dev, Type t, const void* x, const void* dy, void* dw, int64_t N, int64_t C,
+                             int64_t M, int64_t G, const host::ConvGeom& g,
+                             const std::function<void*(size_t)>& workspace);
 void col2im(size_t dev, Type t, const void* col, int64_t C, const host::ConvGeom& g, void* x);
 void addChannelBias(size_t dev, Type t, void* y, const void* b, int64_t N, int64_t M, int64_t P);
 // Pooling over `planes` = N * C planes, a thread per output (as the CPU's
