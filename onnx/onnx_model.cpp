@@ -232,8 +232,10 @@ void tensorToOnnx(const TensorBase& t, ::onnx::TensorProto& out) {
     for(const auto& s : const_cast<TensorBase&>(t).strings()) out.add_string_data(s);
     return;
   }
-  ONYX_CHECK(t.getDeviceId().type == DeviceType::cpu, "tensorToOnnx: tensor on ", t.getDeviceId().toString());
-  out.set_raw_data(static_cast<const char*>(t.raw()), t.bytes());
+  // A tensor on a GPU (a param trained there) is read through a host copy.
+  Tensor host = t.onHost() ? Tensor() : t.hostCopy();
+  const TensorBase& h = host ? *host : t;
+  out.set_raw_data(static_cast<const char*>(h.raw()), h.bytes());
 }
 
 Tensor readTensorPb(const std::string& path) {

@@ -47,7 +47,11 @@ node_tests() {
 }
 
 build() {
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DONYX_ONNX_NODE_DATA="$PWD/$ONNX_NODE_DIR" >/dev/null
+  # ONYX_CUDA_ARCHITECTURES (e.g. 90) narrows the GPU code built (CI: one
+  # architecture is enough to compile and link the backend).
+  local arch=()
+  [ -n "${ONYX_CUDA_ARCHITECTURES:-}" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$ONYX_CUDA_ARCHITECTURES")
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DONYX_ONNX_NODE_DATA="$PWD/$ONNX_NODE_DIR" "${arch[@]}" >/dev/null
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 

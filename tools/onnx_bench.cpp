@@ -1,9 +1,10 @@
 // onnx-bench: times an ONNX model with Onyx (load, median/p90 run latency,
-// peak memory).
+// peak memory), or with --train one training step of it.
 //
 //   onnx-bench model.onnx --threads 2 --iters 50
 //   onnx-bench bert.onnx --dim N=4 --json
 //   onnx-bench model.onnx --input x=x.npy --warmup 5
+//   onnx-bench resnet18.onnx --train --device gpu0
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,7 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <onyx/graph/expression_graph.h>
+#include <onyx/onyx.h>
 
 #include "tool_common.h"
 
@@ -118,7 +119,8 @@ int main(int argc, char** argv) {
   int threads = 0, iters = 20, warmup = 3;
   int64_t intHigh = 10;
   uint64_t seed = 1;
-  bool json = false;
+  bool json = false, train = false;
+  double lr = 1e-3;
   app.add_option("model", modelPath, "the .onnx file")->required();
   app.add_option("--input", inputs, "NAME=FILE (.npy or TensorProto .pb); inputs not given get random values");
   app.add_option("--dim", dimSpecs, "NAME=VALUE for a symbolic input dim (default 1)");
@@ -130,6 +132,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the random inputs")->capture_default_str();
   app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
   app.add_flag("--json", json, "print one JSON object instead of text");
+  app.add_flag("--train", train,
+               "time training steps instead of inference: build the graph with the initializers as params, "
+               "loss = mean(output 0 squared), forward, backward, one Sgd step (--lr)");
+  app.add_option("--lr", lr, "with --train: the Sgd learning rate")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -183,8 +189,30 @@ int main(int argc, char** argv) {
     }
     for(const auto& o : model->outputs())
       if(o.kind != "tensor") plain = false;
+    // --train: one step of a training loop as docs/training.md writes it;
+    // reading the loss waits for the device.
+    auto graph = New<ExpressionGraph>();
+    graph->setDevice(so.device);
+    graph->setSeed(seed);
+    auto opt = Optimizer<Sgd>(lr);
+    auto trainStep = [&]() {
+      graph->clear();
+      graph->setInference(false);
+      ImportedGraph imported = importGraph(*model, *graph, in, /*trainable=*/true);
+      if(imported.spec.outputs.empty()) throw Error(str(modelPath, ": the model has no output to train"));
+      Expr out = imported.spec.outputs.at(0).second;
+      if(!isFloat(out->value_type()))
+        throw Error(str(modelPath, ": output 0 has type ", out->value_type(), "; --train needs a float output"));
+      Expr loss = mean(out * out);
+      graph->forward();
+      graph->backward(loss);
+      opt->update(*graph);
+      applyStateUpdates(imported);
+      (void)loss->val()->scalar<double>();
+    };
     auto runOnce = [&]() {
-      if(plain) session.run(tensors);
+      if(train) trainStep();
+      else if(plain) session.run(tensors);
       else session.runValues(in);
     };
 
@@ -213,8 +241,8 @@ int main(int argc, char** argv) {
       while(std::getline(status, line))
         if(line.rfind("VmHWM:", 0) == 0) peakRssMB = std::stod(line.substr(6)) / 1024.0;  // "VmHWM:  1234 kB"
     }
-    auto graph = session.lastGraph();
-    double graphPeakMB = graph ? static_cast<double>(graph->memoryStats().peakBytes) / (1024.0 * 1024.0) : 0.0;
+    auto last = train ? graph : session.lastGraph();
+    double graphPeakMB = last ? static_cast<double>(last->memoryStats().peakBytes) / (1024.0 * 1024.0) : 0.0;
     double med = median(lat), p90 = quantile(lat, 0.9);
     double mn = *std::min_element(lat.begin(), lat.end());
     double mx = *std::max_element(lat.begin(), lat.end());
@@ -237,7 +265,8 @@ int main(int argc, char** argv) {
     if(json) {
       std::ostringstream o;
       o << std::setprecision(6);
-      o << "{\"model\": " << jsonString(modelPath) << ", \"threads\": " << threads << ", \"iters\": " << iters
+      o << "{\"model\": " << jsonString(modelPath) << ", \"mode\": \"" << (train ? "train" : "inference")
+        << "\", \"device\": " << jsonString(device) << ", \"threads\": " << threads << ", \"iters\": " << iters
         << ", \"warmup\": " << warmup << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
@@ -248,6 +277,8 @@ int main(int argc, char** argv) {
     } else {
       std::cout << std::fixed << std::setprecision(3) << "model:            " << modelPath << "\n"
                 << "inputs:           " << inputDesc << "\n"
+                << "mode:             " << (train ? "training step (loss = mean(output 0 squared), Sgd)" : "inference")
+                << " on " << device << "\n"
                 << "threads:          " << threads << (threads == 0 ? " (default)" : "") << "\n"
                 << "load:             " << loadMs << " ms (Model::load)\n"
                 << "first run:        " << firstMs << " ms (includes building the graph)\n"

@@ -85,7 +85,7 @@ double scalarOf(const Tensor& t) {
 
 struct Options {
   std::string model, data, valid, target, output, loss = "ce", optimizer = "adam", out, decay = "constant";
-  std::string checkpointDir, stepLog, dumpGradients;
+  std::string checkpointDir, stepLog, dumpGradients, device = "cpu";
   std::vector<std::string> inputs, freeze;
   double lr = 1e-3, clip = 0, weightDecay = 0, momentum = 0, minLr = 0;
   int epochs = 1, warmup = 0;
@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--freeze", o.freeze, "params matching this glob stay fixed (repeatable)");
   app.add_option("--seed", o.seed, "data order and random ops")->capture_default_str();
+  app.add_option("--device", o.device, "cpu or gpu0: where the graph, params and optimizer state live")
+      ->capture_default_str();
   app.add_flag("--no-shuffle", o.noShuffle, "take the samples in file order every epoch");
   app.add_option("--checkpoint-dir", o.checkpointDir, "write DIR/checkpoint.npz (atomically) as training goes");
   app.add_option("--checkpoint-every", o.checkpointEvery, "steps between checkpoints (and one per epoch)")
@@ -233,6 +235,7 @@ int main(int argc, char** argv) {
                         static_cast<size_t>(stepsPerEpoch * o.epochs), o.minLr);
 
     auto graph = New<ExpressionGraph>();
+    graph->setDevice(parseDevice(o.device));
     graph->setSeed(o.seed);
     std::mt19937_64 order(o.seed);
     bool frozen = false, labelsChecked = false;
@@ -272,6 +275,11 @@ int main(int argc, char** argv) {
         }
       } else if(target->type() != out->value_type()) {
         target = convert(target, out->value_type());
+      }
+      if(target->getDeviceId() != graph->getDeviceId()) {  // the batch's targets, to the graph's device
+        Tensor dev = TensorBase::create(target->shape(), target->type(), graph->getDeviceId());
+        dev->copyFrom(*target);
+        target = dev;
       }
       Expr t = graph->constant(target);
       try {

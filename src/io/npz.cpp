@@ -73,7 +73,10 @@ std::string npyBytes(const TensorBase& t) {
   std::string out("\x93NUMPY\x01\x00", 8);
   put16(out, static_cast<uint32_t>(header.size()));
   out += header;
-  out.append(static_cast<const char*>(t.raw()), t.bytes());
+  // A tensor on a GPU (params, optimizer state) is read through a host copy.
+  Tensor host = t.onHost() ? Tensor() : t.hostCopy();
+  const TensorBase& h = host ? *host : t;
+  out.append(static_cast<const char*>(h.raw()), h.bytes());
   return out;
 }
 

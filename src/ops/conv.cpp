@@ -1186,7 +1186,9 @@ ONYX_OP(kMaxPool, "max_pool")
     })
     .gpu([](KernelCtx& c) {
       PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-      cuda::maxPool(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), nullptr, p.planes, p.g, 0);
+      const size_t dev = c.out.getDeviceId().no;
+      if(cuda::cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, cuda::PoolMode::max)) return;
+      cuda::maxPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), nullptr, p.planes, p.g, 0);
     })
     // dx = dy scattered to each window's first maximum.
     .backward([](GradCtx& g) {
@@ -1273,8 +1275,11 @@ ONYX_OP(kAvgPool, "average_pool")
     })
     .gpu([](KernelCtx& c) {
       PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-      cuda::avgPool(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g,
-                    c.attrs.i("count_include_pad") != 0);
+      const size_t dev = c.out.getDeviceId().no;
+      const bool includePad = c.attrs.i("count_include_pad") != 0;
+      const auto mode = includePad ? cuda::PoolMode::averageIncludePad : cuda::PoolMode::averageExcludePad;
+      if(cuda::cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, mode)) return;
+      cuda::avgPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, includePad);
     })
     .backward([](GradCtx& g) {
       AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"});

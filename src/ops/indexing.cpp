@@ -134,6 +134,29 @@ using ops::copyInput0;
 // computes it; the offsets go to the device in one upload (graph
 // workspace) and one kernel moves or combines the data.
 
+// gather_elements / scatter_elements (axis attribute, x or data input 0,
+// indices input 1): the element of input 0 each index addresses, as an
+// offset, from a host copy of the indices (checked).
+std::vector<int64_t> elementOffsets(KernelCtx& c, const char* op) {
+  const TensorBase& x = *c.in[0];
+  Tensor ix = c.in[1]->hostCopy();
+  int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+  int64_t n = x.shape().dims()[a];
+  auto xs = x.shape().strides();
+  int64_t sa = xs[a];
+  xs[a] = 0;
+  std::vector<int64_t> offs(static_cast<size_t>(ix->size()));
+  dispatchIndex(ix->type(), op, [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    checkIndices<I>(*ix, n, a, c.node);
+    const I* idx = ix->data<I>();
+    walkOffsets(ix->shape().dims(), xs, 0, ix->size(), [&](int64_t i, int64_t off) {
+      offs[size_t(i)] = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
+    });
+  });
+  return offs;
+}
+
 // y row t (rowElems elements) = x's row at element offset offs[t].
 void gatherOnGpu(KernelCtx& c, const std::vector<int64_t>& offs, int64_t rowElems, const char* op) {
   const TensorBase& x = *c.in[0];
@@ -497,25 +520,7 @@ ONYX_OP(kGatherElements, "gather_elements")
       int a = axisOf(g.attrs.i("axis"), x->shape().rank());
       g.add(0, scatter_elements(g.graph.zeros(x->shape(), x->value_type()), a, g.x(1), g.dy, "add"));
     })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      Tensor ix = c.in[1]->hostCopy();
-      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
-      int64_t n = x.shape().dims()[a];
-      auto xs = x.shape().strides();
-      int64_t sa = xs[a];
-      xs[a] = 0;
-      std::vector<int64_t> offs(static_cast<size_t>(ix->size()));
-      dispatchIndex(ix->type(), "gather_elements", [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        checkIndices<I>(*ix, n, a, c.node);
-        const I* idx = ix->data<I>();
-        walkOffsets(ix->shape().dims(), xs, 0, ix->size(), [&](int64_t i, int64_t off) {
-          offs[size_t(i)] = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
-        });
-      });
-      gatherOnGpu(c, offs, 1, "gather_elements");
-    })
+    .gpu([](KernelCtx& c) { gatherOnGpu(c, elementOffsets(c, "gather_elements"), 1, "gather_elements"); })
     .onnx("GatherElements", 11)
     .exporter([](OnnxExportCtx& c) {
       requireBf16(c);
@@ -594,23 +599,8 @@ ONYX_OP(kScatterElements, "scatter_elements")
       });
     })
     .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      Tensor ix = c.in[1]->hostCopy();
-      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
-      int64_t n = x.shape().dims()[a];
-      auto xs = x.shape().strides();
-      int64_t sa = xs[a];
-      xs[a] = 0;
-      std::vector<int64_t> target(static_cast<size_t>(ix->size()));
-      dispatchIndex(ix->type(), "scatter_elements", [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        checkIndices<I>(*ix, n, a, c.node);
-        const I* idx = ix->data<I>();
-        walkOffsets(ix->shape().dims(), xs, 0, ix->size(), [&](int64_t i, int64_t off) {
-          target[size_t(i)] = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
-        });
-      });
-      scatterOnGpu(c, target, 1, reductionCode(c.attrs.s("reduction")), "scatter_elements");
+      scatterOnGpu(c, elementOffsets(c, "scatter_elements"), 1, reductionCode(c.attrs.s("reduction")),
+                   "scatter_elements");
     })
     .backward([](GradCtx& g) {
       int a = axisOf(g.attrs.i("axis"), g.x(0)->shape().rank());

@@ -7,7 +7,9 @@ namespace onyx {
 void GradAccumulator::add(ExpressionGraph& graph, double weight) {
   for(Expr p : *graph.params()) {
     if(!p->trainable() || !p->grad()) continue;
-    const Tensor& g = p->grad();
+    // The sums stay on the host in double; a gradient on a GPU is read
+    // through a host copy.
+    const Tensor g = p->grad()->onHost() ? p->grad() : p->grad()->hostCopy();
     Tensor& sum = sums_[p->name()];
     if(!sum) {
       sum = TensorBase::create(g->shape(), Type::float64);
@@ -32,8 +34,10 @@ void GradAccumulator::apply(ExpressionGraph& graph) {
   for(Expr p : *graph.params()) {
     auto it = sums_.find(p->name());
     if(it == sums_.end() || !p->trainable()) continue;
-    Tensor& g = p->grad();
-    if(!g) g = TensorBase::create(p->shape(), p->value_type(), p->val()->getDeviceId());
+    Tensor& grad = p->grad();
+    if(!grad) grad = TensorBase::create(p->shape(), p->value_type(), p->val()->getDeviceId());
+    // Written on the host, then copied to the param's device if it is a GPU.
+    Tensor g = grad->onHost() ? grad : TensorBase::create(grad->shape(), grad->type());
     const double* s = it->second->data<double>();
     const int64_t n = g->size();
     if(g->type() == Type::float32) {
@@ -43,6 +47,7 @@ void GradAccumulator::apply(ExpressionGraph& graph) {
       std::vector<double> all(s, s + n);
       g->set(all);
     }
+    if(g != grad) grad->copyFrom(*g);
   }
   sums_.clear();
   count_ = 0;

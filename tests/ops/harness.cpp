@@ -296,16 +296,11 @@ TEST(OpHarnessGpu, EveryCaseMatchesTheCpu) {
   }
 }
 
-// Ops whose GPU kernels do not take float16/bfloat16 yet (they compute in
-// their element type, as the CPU's do), with the reason. On a GPU,
-// HalfForwardMatchesTheCpu fails when a listed op passes (take it out).
+// Ops whose GPU kernels do not take float16/bfloat16 yet, with the reason.
+// On a GPU, HalfForwardMatchesTheCpu fails when a listed op passes (take it
+// out). Empty: every GPU kernel loads halves in float, as the CPU's do.
 const std::map<std::string, std::string>& gpuHalfPending() {
-  static const std::map<std::string, std::string> pending = {
-      {"softmax", "nn.cu kernels compute in T; need compute-type forms"},
-      {"log_softmax", "nn.cu kernels compute in T; need compute-type forms"},
-      {"cross_entropy", "nn.cu kernels compute in T; need compute-type forms"},
-      {"layer_norm", "nn.cu kernels compute in T; need compute-type forms"},
-  };
+  static const std::map<std::string, std::string> pending = {};
   return pending;
 }
 

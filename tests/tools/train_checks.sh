@@ -159,5 +159,19 @@ z = np.load('$T/ckn/checkpoint.npz')
 assert json.loads(z['state.json'])['step'] == 2
 assert all(np.isfinite(z[k]).all() for k in z.files if k.startswith('param/'))"
 
+# ---- --device: a GPU this machine cannot use is a one-line error naming it
+# (with a GPU, the GPU checks in tests/unit/test_cuda_device.cpp cover training there).
+if nvidia-smi -L > /dev/null 2>&1; then
+  echo "skip --device gpu0 error check: this machine has a GPU"
+else
+  "$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target yoh --output probs --loss mse \
+    --device gpu0 -o "$T/gpu.onnx" > "$T/o" 2> "$T/e"; rc=$?
+  check "--device gpu0 without a usable GPU: exit 1, one line naming gpu0, no model" \
+    sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q 'gpu0' '$T/e' && [ ! -e '$T/gpu.onnx' ]"
+fi
+"$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target yoh --output probs --loss mse \
+  --device cpu --lr 0.05 --epochs 5 --batch-size 16 -o "$T/cpu.onnx" > "$T/o2" 2> "$T/e"
+check "--device cpu trains as the default does" sh -c "[ $? -eq 0 ] && cmp -s '$T/cpu.onnx' '$T/tuned.onnx'"
+
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -1,7 +1,8 @@
-// Convolution through cuDNN (kernels.h), where this build has it
-// (ONYX_HAVE_CUDNN) and cuDNN takes the case: float types, pads the same at
-// both ends. Otherwise cudnnConvForward returns false and ops/conv.cpp runs
-// the im2col + cuBLAS form, which takes everything the CPU takes.
+// Convolution and pooling through cuDNN (kernels.h) where cuDNN takes the
+// case: float types, pads the same at both ends. Otherwise these functions
+// return false and ops/conv.cpp runs its own kernels (im2col + cuBLAS, a
+// thread per pooled output), which take everything the CPU takes. Built
+// when CMake finds cuDNN; no_cudnn.cpp stands in otherwise.
 //
 // The algorithm is chosen once per shape (cuDNN's heuristics: the first
 // one that succeeds within the workspace limit, in the math the CPU's
@@ -18,28 +19,20 @@
 #include <sstream>
 #include <vector>
 
-#include <onyx/backend/cuda/common.cuh>
-
-#ifdef ONYX_HAVE_CUDNN
 #include <cudnn.h>
-#endif
+
+#include <onyx/backend/cuda/common.cuh>
 
 namespace onyx {
 namespace cuda {
 
 bool cudnnAvailable() {
-#ifdef ONYX_HAVE_CUDNN
   static const bool on = [] {
     const char* v = std::getenv("ONYX_CUDNN");
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;
-#else
-  return false;
-#endif
 }
-
-#ifdef ONYX_HAVE_CUDNN
 
 namespace {
 
@@ -95,6 +88,35 @@ struct ConvPlan {
 
 bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+// The real spatial dims are the last nd of g's three (1-D runs as 2-D);
+// false when an axis pads its ends differently (cuDNN pads both alike).
+bool spatialOf(const host::ConvGeom& g, int& nd) {
+  nd = (g.img[0] == 1 && g.k[0] == 1 && g.pos[0] == 1 && g.pb[0] == 0 && g.pe[0] == 0) ? 2 : 3;
+  for(int a = 3 - nd; a < 3; ++a)
+    if(g.pb[a] != g.pe[a]) return false;
+  return true;
+}
+
+// g's sizes, for the key of a plan cache.
+void putGeom(std::ostringstream& k, const host::ConvGeom& g) {
+  for(int a = 0; a < 3; ++a)
+    k << ' ' << g.img[a] << ' ' << g.pos[a] << ' ' << g.k[a] << ' ' << g.s[a] << ' ' << g.d[a] << ' ' << g.pb[a] << ' '
+      << g.pe[a];
+}
+
+// Row-major strides of dims d.
+std::vector<int> contiguous(const std::vector<int>& d) {
+  std::vector<int> s(d.size(), 1);
+  for(size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+void setTensor(cudnnTensorDescriptor_t& t, cudnnDataType_t type, const std::vector<int>& dims, size_t dev) {
+  if(!t) check(cudnnCreateTensorDescriptor(&t), "cudnnCreateTensorDescriptor", dev);
+  check(cudnnSetTensorNdDescriptor(t, type, int(dims.size()), dims.data(), contiguous(dims).data()),
+        "cudnnSetTensorNdDescriptor", dev);
+}
+
 // The first of cuDNN's ranked algorithms that succeeds within the
 // workspace limit, in the math allowed (no TF32 where the CPU has none),
 // and (the backward passes, for reproducible training) deterministic.
@@ -120,11 +142,9 @@ void makePlan(ConvPlan& p, Pass pass, size_t dev, Type t, int64_t N, int64_t C, 
   CudnnTypes ct;
   if(!typesOf(t, ct)) return;
   p.f64 = ct.f64;
-  // The real spatial dims are the last nd of g's three; 1-D runs as 2-D.
-  const int nd = (g.img[0] == 1 && g.k[0] == 1 && g.pos[0] == 1 && g.pb[0] == 0 && g.pe[0] == 0) ? 2 : 3;
+  int nd;
+  if(!spatialOf(g, nd)) return;
   const int first = 3 - nd;
-  for(int a = first; a < 3; ++a)
-    if(g.pb[a] != g.pe[a]) return;  // cuDNN pads both ends alike
   for(int64_t v : {N, C, M, G, N * C * g.imgSize, N * M * g.posSize})
     if(!fitsInt(v)) return;
   std::vector<int> xd{int(N), int(C)}, wd{int(M), int(C / G)}, yd{int(N), int(M)}, pad, str, dil;
@@ -136,17 +156,10 @@ void makePlan(ConvPlan& p, Pass pass, size_t dev, Type t, int64_t N, int64_t C, 
     str.push_back(int(g.s[a]));
     dil.push_back(int(g.d[a]));
   }
-  auto strides = [](const std::vector<int>& d) {
-    std::vector<int> s(d.size(), 1);
-    for(size_t i = d.size() - 1; i-- > 0;) s[i] = s[i + 1] * d[i + 1];
-    return s;
-  };
   const int r = nd + 2;
-  check(cudnnCreateTensorDescriptor(&p.x), "cudnnCreateTensorDescriptor", dev);
-  check(cudnnCreateTensorDescriptor(&p.y), "cudnnCreateTensorDescriptor", dev);
   check(cudnnCreateFilterDescriptor(&p.w), "cudnnCreateFilterDescriptor", dev);
   check(cudnnCreateConvolutionDescriptor(&p.conv), "cudnnCreateConvolutionDescriptor", dev);
-  check(cudnnSetTensorNdDescriptor(p.x, ct.data, r, xd.data(), strides(xd).data()), "cudnnSetTensorNdDescriptor", dev);
+  setTensor(p.x, ct.data, xd, dev);
   check(cudnnSetFilterNdDescriptor(p.w, ct.data, CUDNN_TENSOR_NCHW, r, wd.data()), "cudnnSetFilterNdDescriptor", dev);
   check(cudnnSetConvolutionNdDescriptor(p.conv, nd, pad.data(), str.data(), dil.data(), CUDNN_CROSS_CORRELATION,
                                         ct.compute),
@@ -156,7 +169,7 @@ void makePlan(ConvPlan& p, Pass pass, size_t dev, Type t, int64_t N, int64_t C, 
   std::vector<int> od(size_t(r), 0);
   if(cudnnGetConvolutionNdForwardOutputDim(p.conv, p.x, p.w, r, od.data()) != CUDNN_STATUS_SUCCESS || od != yd)
     return;  // cuDNN would size the output otherwise: fall back
-  check(cudnnSetTensorNdDescriptor(p.y, ct.data, r, yd.data(), strides(yd).data()), "cudnnSetTensorNdDescriptor", dev);
+  setTensor(p.y, ct.data, yd, dev);
   int found = 0;
   cudnnHandle_t h = handle(dev);
   switch(pass) {
@@ -191,9 +204,7 @@ const ConvPlan& planFor(Pass pass, size_t dev, Type t, int64_t N, int64_t C, int
                         const host::ConvGeom& g) {
   std::ostringstream k;
   k << int(pass) << ' ' << dev << ' ' << int(t) << ' ' << N << ' ' << C << ' ' << M << ' ' << G;
-  for(int a = 0; a < 3; ++a)
-    k << ' ' << g.img[a] << ' ' << g.pos[a] << ' ' << g.k[a] << ' ' << g.s[a] << ' ' << g.d[a] << ' ' << g.pb[a] << ' '
-      << g.pe[a];
+  putGeom(k, g);
   static std::mutex m;
   static std::map<std::string, ConvPlan> plans;  // never erased: references stay valid
   std::lock_guard<std::mutex> lock(m);
@@ -224,7 +235,77 @@ bool prepare(Call& c, Pass pass, size_t dev, Type t, int64_t N, int64_t C, int64
   return true;
 }
 
+// Pooling over `planes` = N * C planes as a [planes, 1, img] tensor: the
+// descriptors of one shape and mode; ok false when cuDNN does not take it.
+struct PoolPlan {
+  bool ok = false;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+  bool f64 = false;
+};
+
+void makePoolPlan(PoolPlan& p, size_t dev, Type t, int64_t planes, const host::ConvGeom& g, PoolMode mode) {
+  CudnnTypes ct;
+  if(!typesOf(t, ct)) return;
+  p.f64 = ct.f64;
+  int nd;
+  if(!spatialOf(g, nd)) return;
+  const int first = 3 - nd;
+  for(int a = first; a < 3; ++a)
+    if(g.d[a] != 1) return;  // cuDNN pools without dilation
+  for(int64_t v : {planes, planes * g.imgSize, planes * g.posSize})
+    if(!fitsInt(v)) return;
+  std::vector<int> xd{int(planes), 1}, yd{int(planes), 1}, win, pad, str;
+  for(int a = first; a < 3; ++a) {
+    xd.push_back(int(g.img[a]));
+    yd.push_back(int(g.pos[a]));
+    win.push_back(int(g.k[a]));
+    pad.push_back(int(g.pb[a]));
+    str.push_back(int(g.s[a]));
+  }
+  const int r = nd + 2;
+  const cudnnPoolingMode_t m = mode == PoolMode::max ? CUDNN_POOLING_MAX
+                               : mode == PoolMode::averageIncludePad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  check(cudnnCreatePoolingDescriptor(&p.pool), "cudnnCreatePoolingDescriptor", dev);
+  setTensor(p.x, ct.data, xd, dev);
+  // NaN propagates: the CPU's max counts NaN as the largest value.
+  check(cudnnSetPoolingNdDescriptor(p.pool, m, CUDNN_PROPAGATE_NAN, nd, win.data(), pad.data(), str.data()),
+        "cudnnSetPoolingNdDescriptor", dev);
+  std::vector<int> od(size_t(r), 0);
+  if(cudnnGetPoolingNdForwardOutputDim(p.pool, p.x, r, od.data()) != CUDNN_STATUS_SUCCESS || od != yd)
+    return;  // ceil_mode and the like: cuDNN would size the output otherwise
+  setTensor(p.y, ct.data, yd, dev);
+  p.ok = true;
+}
+
 }  // namespace
+
+bool cudnnPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const host::ConvGeom& g, PoolMode mode) {
+  if(!cudnnAvailable() || planes == 0) return false;
+  std::ostringstream k;
+  k << dev << ' ' << int(t) << ' ' << planes << ' ' << int(mode);
+  putGeom(k, g);
+  static std::mutex m;
+  static std::map<std::string, PoolPlan> plans;  // never erased: references stay valid
+  const PoolPlan* p;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    auto it = plans.find(k.str());
+    if(it == plans.end()) {
+      it = plans.emplace(k.str(), PoolPlan()).first;
+      makePoolPlan(it->second, dev, t, planes, g, mode);
+    }
+    p = &it->second;
+  }
+  if(!p->ok) return false;
+  const double one = 1, zero = 0;
+  const float onef = 1, zerof = 0;
+  check(cudnnPoolingForward(handle(dev), p->pool, p->f64 ? static_cast<const void*>(&one) : &onef, p->x, x,
+                            p->f64 ? static_cast<const void*>(&zero) : &zerof, p->y, y),
+        "cudnnPoolingForward", dev);
+  return true;
+}
 
 bool cudnnConvForward(size_t dev, Type t, const void* x, const void* w, void* y, int64_t N, int64_t C, int64_t M,
                       int64_t G, const host::ConvGeom& g, const std::function<void*(size_t)>& workspace) {
@@ -263,22 +344,6 @@ bool cudnnConvBackwardFilter(size_t dev, Type t, const void* x, const void* dy, 
   return true;
 }
 
-#else
-
-bool cudnnConvForward(size_t, Type, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t,
-                      const host::ConvGeom&, const std::function<void*(size_t)>&) {
-  return false;
-}
-bool cudnnConvBackwardData(size_t, Type, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t,
-                           const host::ConvGeom&, const std::function<void*(size_t)>&) {
-  return false;
-}
-bool cudnnConvBackwardFilter(size_t, Type, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t,
-                             const host::ConvGeom&, const std::function<void*(size_t)>&) {
-  return false;
-}
-
-#endif
 
 }  // namespace cuda
 }  // namespace onyx

@@ -102,6 +102,12 @@ bool cudnnConvBackwardFilter(size_t dev, Type t, const void* x, const void* dy, 
                              const std::function<void*(size_t)>& workspace);
 void col2im(size_t dev, Type t, const void* col, int64_t C, const host::ConvGeom& g, void* x);
 void addChannelBias(size_t dev, Type t, void* y, const void* b, int64_t N, int64_t M, int64_t P);
+// Pooling through cuDNN where it takes the case (float types, no dilation,
+// the same pad at both ends, cuDNN's output size): y = the window max (NaN
+// propagating, as the CPU's) or mean (counting pads or not). Returns false,
+// having done nothing, otherwise.
+enum class PoolMode { max, averageIncludePad, averageExcludePad };
+bool cudnnPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const host::ConvGeom& g, PoolMode mode);
 // Pooling over `planes` = N * C planes, a thread per output (as the CPU's
 // kernels in ops/conv.cpp): maxPool writes the max of each window (y, may
 // be null) and/or the flat index of its first maximum (ind, int64, may be

@@ -14,11 +14,11 @@
 namespace onyx {
 namespace cuda {
 
-// These kernels compute in their element type, as the CPU's do; float16 and
-// bfloat16 (which have no arithmetic of their own) wait for compute-type
-// forms of them.
+// Values are loaded in their compute type C (float for float16/bfloat16,
+// else the type itself), as the CPU's host::load does, and stored back
+// converting through it.
 template <class T>
-constexpr bool kNnType = !std::is_same<T, float16>::value && !std::is_same<T, bfloat16>::value;
+using CompT = typename ComputeOf<T>::type;
 
 namespace {
 
@@ -51,17 +51,19 @@ struct Lines {
 // one value per line (as the CPU kernels of ops/nn.cpp compute them).
 template <class T>
 struct SoftmaxFinish {
+  using C = CompT<T>;
   T* y;
   bool logOut;
-  __device__ double term(T x, T m) const { return exp(x - m); }  // in T, as the CPU
-  __device__ void operator()(const T* x, int64_t o, int64_t n, int64_t st, int lane, int width, int64_t, T m,
+  __device__ double term(C x, C m) const { return exp(x - m); }  // in C, as the CPU
+  __device__ void operator()(const T* x, int64_t o, int64_t n, int64_t st, int lane, int width, int64_t, C m,
                              double s) const {
     if(logOut) {
-      const T lse = m + static_cast<T>(log(s));
-      for(int64_t j = lane; j < n; j += width) y[o + j * st] = x[o + j * st] - lse;
+      const C lse = m + static_cast<C>(log(s));
+      for(int64_t j = lane; j < n; j += width) storeDev(y, o + j * st, loadDev(x, o + j * st) - lse);
     } else {
-      const T inv = static_cast<T>(1.0 / s);
-      for(int64_t j = lane; j < n; j += width) y[o + j * st] = static_cast<T>(exp(x[o + j * st] - m)) * inv;
+      const C inv = static_cast<C>(1.0 / s);
+      for(int64_t j = lane; j < n; j += width)
+        storeDev(y, o + j * st, static_cast<C>(exp(loadDev(x, o + j * st) - m)) * inv);
     }
   }
 };
@@ -69,20 +71,22 @@ struct SoftmaxFinish {
 // y[k] = -log_softmax(x)[label[k]] = lse - x[label], in double.
 template <class T, class L>
 struct CrossEntropyFinish {
+  using C = CompT<T>;
   T* y;
   const L* labels;
-  __device__ double term(T x, T m) const { return exp(static_cast<double>(x) - static_cast<double>(m)); }
-  __device__ void operator()(const T* x, int64_t o, int64_t, int64_t st, int lane, int, int64_t k, T m,
+  __device__ double term(C x, C m) const { return exp(static_cast<double>(x) - static_cast<double>(m)); }
+  __device__ void operator()(const T* x, int64_t o, int64_t, int64_t st, int lane, int, int64_t k, C m,
                              double s) const {
     if(lane != 0) return;
     const double lse = static_cast<double>(m) + log(s);
-    y[k] = static_cast<T>(lse - static_cast<double>(x[o + static_cast<int64_t>(labels[k]) * st]));
+    storeDev(y, k, lse - static_cast<double>(loadDev(x, o + static_cast<int64_t>(labels[k]) * st)));
   }
 };
 
 // One line per warp or block (lines contiguous: inner == 1).
 template <class T, bool kBlock, class Finish>
-__global__ void lineGroups(Lines L, const T* x, Finish fin, T lowest) {
+__global__ void lineGroups(Lines L, const T* x, Finish fin, CompT<T> lowest) {
+  using C = CompT<T>;
   __shared__ alignas(16) unsigned char scratchBytes[32 * sizeof(double)];
   const int width = kBlock ? blockDim.x : 32;
   const int lane = kBlock ? threadIdx.x : threadIdx.x % 32;
@@ -90,12 +94,12 @@ __global__ void lineGroups(Lines L, const T* x, Finish fin, T lowest) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * groupsPerBlock + (kBlock ? 0 : threadIdx.x / 32);
   for(int64_t k = first; k < L.count; k += static_cast<int64_t>(gridDim.x) * groupsPerBlock) {
     const int64_t o = L.start(k);
-    MaxMerge<T> mx{lowest};
-    T m = lowest;
-    for(int64_t j = lane; j < L.n; j += width) m = mx.merge(m, x[o + j]);
-    m = mergeLine<kBlock>(m, mx, reinterpret_cast<T*>(scratchBytes));
+    MaxMerge<C> mx{lowest};
+    C m = lowest;
+    for(int64_t j = lane; j < L.n; j += width) m = mx.merge(m, loadDev(x, o + j));
+    m = mergeLine<kBlock>(m, mx, reinterpret_cast<C*>(scratchBytes));
     double s = 0;
-    for(int64_t j = lane; j < L.n; j += width) s += fin.term(x[o + j], m);
+    for(int64_t j = lane; j < L.n; j += width) s += fin.term(loadDev(x, o + j), m);
     s = mergeLine<kBlock>(s, SumMerge(), reinterpret_cast<double*>(scratchBytes));
     fin(x, o, L.n, 1, lane, width, k, m, s);
   }
@@ -105,17 +109,18 @@ __global__ void lineGroups(Lines L, const T* x, Finish fin, T lowest) {
 // neighbouring elements).
 template <class T, class Finish>
 struct LineThread {
+  using C = CompT<T>;
   Lines L;
   const T* x;
   Finish fin;
-  T lowest;
+  C lowest;
   __device__ void operator()(int64_t k) const {
     const int64_t o = L.start(k), st = L.inner;
-    MaxMerge<T> mx{lowest};
-    T m = lowest;
-    for(int64_t j = 0; j < L.n; ++j) m = mx.merge(m, x[o + j * st]);
+    MaxMerge<C> mx{lowest};
+    C m = lowest;
+    for(int64_t j = 0; j < L.n; ++j) m = mx.merge(m, loadDev(x, o + j * st));
     double s = 0;
-    for(int64_t j = 0; j < L.n; ++j) s += fin.term(x[o + j * st], m);
+    for(int64_t j = 0; j < L.n; ++j) s += fin.term(loadDev(x, o + j * st), m);
     fin(x, o, L.n, st, 0, 1, k, m, s);
   }
 };
@@ -135,17 +140,18 @@ __global__ void layerNormGroups(int64_t rows, int64_t n, const T* x, const T* ga
     const T* xr = x + r * n;
     T* yr = y + r * n;
     double s = 0;
-    for(int64_t j = lane; j < n; j += width) s += static_cast<double>(xr[j]);
+    for(int64_t j = lane; j < n; j += width) s += static_cast<double>(loadDev(xr, j));
     s = mergeLine<kBlock>(s, SumMerge(), scratch);
     const double mean = s / double(n);
     double v = 0;
     for(int64_t j = lane; j < n; j += width) {
-      double d = static_cast<double>(xr[j]) - mean;
+      double d = static_cast<double>(loadDev(xr, j)) - mean;
       v += d * d;
     }
     v = mergeLine<kBlock>(v, SumMerge(), scratch);
-    const T rstd = static_cast<T>(1.0 / sqrt(v / double(n) + eps));
-    const T mu = static_cast<T>(mean);
+    using C = CompT<T>;
+    const C rstd = static_cast<C>(1.0 / sqrt(v / double(n) + eps));
+    const C mu = static_cast<C>(mean);
     for(int64_t j = lane; j < n; j += width) {
       int64_t og = 0, ob = 0, rem = j;
       for(int d = gb.rank - 1; d >= 0; --d) {
@@ -154,7 +160,7 @@ __global__ void layerNormGroups(int64_t rows, int64_t n, const T* x, const T* ga
         og += idx * gb.strides[0][d];
         ob += idx * gb.strides[1][d];
       }
-      yr[j] = (xr[j] - mu) * rstd * gamma[og] + beta[ob];
+      storeDev(yr, j, (loadDev(xr, j) - mu) * rstd * loadDev(gamma, og) + loadDev(beta, ob));
     }
   }
 }
@@ -184,7 +190,7 @@ Lines linesOf(const Shape& s, int axis) {
 template <class T, class Finish>
 void forEachLine(const Lines& L, const T* x, Finish fin, const TensorBase& out, const char* what) {
   if(L.count == 0 || L.n == 0) return;
-  const T lowest = -::cuda::std::numeric_limits<T>::infinity();
+  const CompT<T> lowest = -::cuda::std::numeric_limits<CompT<T>>::infinity();
   if(L.inner > 1) {
     forEach(out, LineThread<T, Finish>{L, x, fin, lowest}, L.count, what);
     return;
@@ -201,25 +207,20 @@ void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut) {
   const char* what = logOut ? "log_softmax" : "softmax";
   dispatchFloat(x.type(), what, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kNnType<T>) fail(what, ": element type ", x.type(), " is not supported on the GPU yet");
-    else forEachLine(linesOf(x.shape(), axis), x.data<T>(), SoftmaxFinish<T>{y.data<T>(), logOut}, y, what);
+    forEachLine(linesOf(x.shape(), axis), x.data<T>(), SoftmaxFinish<T>{y.data<T>(), logOut}, y, what);
   });
 }
 
 void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase& y, int axis) {
   dispatchFloat(logits.type(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kNnType<T>) {
-      fail("cross_entropy: element type ", logits.type(), " is not supported on the GPU yet");
-    } else {
-      Lines L = linesOf(logits.shape(), axis);
-      if(labels.type() == Type::int64)
-        forEachLine(L, logits.data<T>(), CrossEntropyFinish<T, int64_t>{y.data<T>(), labels.data<int64_t>()}, y,
-                    "cross_entropy");
-      else
-        forEachLine(L, logits.data<T>(), CrossEntropyFinish<T, int32_t>{y.data<T>(), labels.data<int32_t>()}, y,
-                    "cross_entropy");
-    }
+    Lines L = linesOf(logits.shape(), axis);
+    if(labels.type() == Type::int64)
+      forEachLine(L, logits.data<T>(), CrossEntropyFinish<T, int64_t>{y.data<T>(), labels.data<int64_t>()}, y,
+                  "cross_entropy");
+    else
+      forEachLine(L, logits.data<T>(), CrossEntropyFinish<T, int32_t>{y.data<T>(), labels.data<int32_t>()}, y,
+                  "cross_entropy");
   });
 }
 
@@ -234,18 +235,14 @@ void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& b
   host::BroadcastPlan<2> gb(Shape(block), {&gamma.shape(), &beta.shape()});
   dispatchFloat(x.type(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr(!kNnType<T>) {
-      fail("layer_norm: element type ", x.type(), " is not supported on the GPU yet");
-    } else {
-      cudaStream_t st = launchFor(y);
-      const T *xp = x.data<T>(), *gp = gamma.data<T>(), *bp = beta.data<T>();
-      T* yp = y.data<T>();
-      if(n >= kBlockLine)
-        layerNormGroups<T, true><<<blocksFor(rows, 1), kThreads, 0, st>>>(rows, n, xp, gp, bp, gb, yp, eps);
-      else
-        layerNormGroups<T, false><<<blocksFor(rows, kThreads / 32), kThreads, 0, st>>>(rows, n, xp, gp, bp, gb, yp, eps);
-      checkLaunch("layer_norm");
-    }
+    cudaStream_t st = launchFor(y);
+    const T *xp = x.data<T>(), *gp = gamma.data<T>(), *bp = beta.data<T>();
+    T* yp = y.data<T>();
+    if(n >= kBlockLine)
+      layerNormGroups<T, true><<<blocksFor(rows, 1), kThreads, 0, st>>>(rows, n, xp, gp, bp, gb, yp, eps);
+    else
+      layerNormGroups<T, false><<<blocksFor(rows, kThreads / 32), kThreads, 0, st>>>(rows, n, xp, gp, bp, gb, yp, eps);
+    checkLaunch("layer_norm");
   });
 }
 

@@ -54,19 +54,6 @@ void gemmBatched(size_t dev, Type, bool, bool, int64_t, int64_t, int64_t, int64_
   fail("gpu", dev, ": ", kWhy);
 }
 void softmax(const TensorBase& x, TensorBase&, int, bool) { fail(x.getDeviceId().toString(), ": ", kWhy); }
-bool cudnnAvailable() { return false; }
-bool cudnnConvForward(size_t, Type, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t,
-                      const host::ConvGeom&, const std::function<void*(size_t)>&) {
-  return false;
-}
-bool cudnnConvBackwardData(size_t, Type, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t,
-                           const host::ConvGeom&, const std::function<void*(size_t)>&) {
-  return false;
-}
-bool cudnnConvBackwardFilter(size_t, Type, const void*, const void*, void*, int64_t, int64_t, int64_t, int64_t,
-                             const host::ConvGeom&, const std::function<void*(size_t)>&) {
-  return false;
-}
 void im2col(size_t dev, Type, const void*, int64_t, const host::ConvGeom&, void*) { fail("gpu", dev, ": ", kWhy); }
 void col2im(size_t dev, Type, const void*, int64_t, const host::ConvGeom&, void*) { fail("gpu", dev, ": ", kWhy); }
 void addChannelBias(size_t dev, Type, void*, const void*, int64_t, int64_t, int64_t) { fail("gpu", dev, ": ", kWhy); }

@@ -1,0 +1,40 @@
+"""tools/bench_vs_torch.py works end to end (its smoke size, on the CPU):
+every workload runs in Onyx and PyTorch, and the script rewrites its own
+section of the page and nothing else. Its timings are not checked (they
+mean nothing at this size and on a shared machine).
+
+Run: ONYX_BIN_DIR=build/tools python3 -m pytest -q tests/torch
+"""
+import os
+import re
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import bench_vs_torch  # noqa: E402
+
+
+def test_smoke_run_writes_its_section_only(tmp_path):
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(REPO, "build", "tools"))
+    assert os.path.exists(os.path.join(bin_dir, "onnx-bench")), f"no onnx-bench in {bin_dir}"
+    page = tmp_path / "performance.md"
+    other = "<!-- begin bench_vs_ort -->\n## kept as it is\n<!-- end bench_vs_ort -->\n"
+    page.write_text("# Performance\n\n" + other)
+    args = ["--bin", bin_dir, "--device", "cpu", "--size", "smoke", "--rounds", "1", "--iters", "1", "--warmup", "0",
+            "--threads", "1", "--out", str(page)]
+    assert bench_vs_torch.main(args) == 0
+    text = page.read_text()
+    assert other in text
+    section = text.split("<!-- begin bench_vs_torch_cpu -->", 1)[1].split("<!-- end bench_vs_torch_cpu -->", 1)[0]
+    rows = [l for l in section.splitlines() if re.match(r"\| (resnet50|bert-base|mlp|resnet18) \|", l)]
+    assert [r.split("|")[1].strip() for r in rows] == ["resnet50", "bert-base", "mlp", "resnet18"]
+    for r in rows:
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        assert cells[1] == ("train" if cells[0] in ("mlp", "resnet18") else "inference")
+        onyx, torch_ms, ratio = float(cells[3]), float(cells[5]), float(cells[7])
+        assert onyx > 0 and torch_ms > 0
+        assert abs(ratio - onyx / torch_ms) <= 0.01 * ratio + 0.01
+    # A second run replaces the section instead of adding one.
+    assert bench_vs_torch.main(args) == 0
+    assert page.read_text().count("<!-- begin bench_vs_torch_cpu -->") == 1
