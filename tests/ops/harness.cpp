@@ -237,8 +237,6 @@ const std::map<std::string, std::string>& gpuOnHostOps() {
       {"random_normal", "by design: a seed draws the same values on every device"},
       {"multinomial", "by design: a seed draws the same values on every device"},
       {"dropout_mask", "by design: a seed draws the same values on every device"},
-      {"resize", "waits for GPU interpolation kernels"},
-      {"resize_grad", "waits for GPU interpolation kernels"},
       {"grid_sample", "waits for GPU interpolation kernels"},
       {"grid_sample_grad_x", "waits for GPU interpolation kernels"},
       {"grid_sample_grad_grid", "waits for GPU interpolation kernels"},

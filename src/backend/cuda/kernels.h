@@ -165,6 +165,21 @@ void gatherAt(size_t dev, void* dst, const void* src, const int64_t* offs, int64
 void scatterAt(size_t dev, Type t, void* y, const void* u, const int64_t* targets, const int64_t* starts,
                const int64_t* srcs, int64_t count, int64_t s, int red);
 
+// Resize (ops/resize.cpp) on double buffers, one axis per call, from the
+// host's taps (all arrays on the device): resizeAxis writes dst [outer, out,
+// inner] = sum over k of w[j*n+k] * src[outer, idx[j*n+k], inner] (zero
+// weights skipped), or ev where extrap[j] (0 everywhere when in is 0);
+// resizeAxisAdjoint writes dst [outer, in, inner] element p = the sum of
+// w[jk] * src[outer, jk / n, inner] over the jk listed in lists[starts[p] ..
+// starts[p + 1]), ascending. toDouble / fromDouble convert count elements
+// (integers from double round to nearest even and saturate).
+void resizeAxis(size_t dev, const double* src, double* dst, int64_t outer, int64_t in, int64_t out, int64_t inner,
+                const int64_t* idx, const double* w, const uint8_t* extrap, int64_t n, double ev);
+void resizeAxisAdjoint(size_t dev, const double* src, double* dst, int64_t outer, int64_t in, int64_t out,
+                       int64_t inner, const double* w, const int64_t* starts, const int64_t* lists, int64_t n);
+void toDouble(size_t dev, Type t, const void* src, double* dst, int64_t count);
+void fromDouble(size_t dev, Type t, const double* src, void* dst, int64_t count);
+
 // One optimizer step of a param of n elements of float type t on gpu<dev>:
 // updateElement(r, i, ...) for every i (backend/cpu/update_rule.h); master,
 // s0, s1 are float32 device arrays or null.

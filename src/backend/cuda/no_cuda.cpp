@@ -87,6 +87,16 @@ void scatterAt(size_t dev, Type, void*, const void*, const int64_t*, const int64
                int) {
   fail("gpu", dev, ": ", kWhy);
 }
+void resizeAxis(size_t dev, const double*, double*, int64_t, int64_t, int64_t, int64_t, const int64_t*, const double*,
+                const uint8_t*, int64_t, double) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void resizeAxisAdjoint(size_t dev, const double*, double*, int64_t, int64_t, int64_t, int64_t, const double*,
+                       const int64_t*, const int64_t*, int64_t) {
+  fail("gpu", dev, ": ", kWhy);
+}
+void toDouble(size_t dev, Type, const void*, double*, int64_t) { fail("gpu", dev, ": ", kWhy); }
+void fromDouble(size_t dev, Type, const double*, void*, int64_t) { fail("gpu", dev, ": ", kWhy); }
 void optimizerStep(size_t dev, Type, const UpdateRule&, void*, const void*, float*, float*, float*, int64_t) {
   fail("gpu", dev, ": ", kWhy);
 }
