@@ -15,9 +15,8 @@ double OptimizerBase::update(Ptr<ExpressionGraph> graph) {
 }
 
 namespace {
-// Sum of the squares of a gradient's elements, in double, on its device.
+// Sum of the squares of a host gradient's elements, in double.
 double sumSquares(const TensorBase& g) {
-  if(!g.onHost()) return cuda::sumSquares(g.getDeviceId().no, g.type(), g.raw(), g.size());
   double sq = 0;
   dispatchFloat(g.type(), "optimizer", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -45,14 +44,18 @@ bool OptimizerBase::updateWith(ExpressionGraph& graph, double gradScale, double*
   // Global L2 norm over all trainable gradients, for clipping and reporting.
   double sq = 0;
   std::vector<Expr> params;
+  std::map<size_t, std::vector<cuda::Squares>> onGpu;  // by device: one read-back each
   for(auto& p : *graph.params()) {
     if(!p->trainable()) continue;
     ONYX_CHECK(p->grad(), "Optimizer::update: param '", p->name(), "' has no gradient; run backward() first");
     ONYX_CHECK(isFloat(p->value_type()), "Optimizer::update: param '", p->name(), "' has type ", p->value_type(),
                "; only float params can be trained");
-    sq += sumSquares(*p->grad());
+    const TensorBase& g = *p->grad();
+    if(g.onHost()) sq += sumSquares(g);
+    else onGpu[g.getDeviceId().no].push_back({g.type(), g.raw(), g.size()});
     params.push_back(p);
   }
+  for(const auto& kv : onGpu) sq += cuda::sumSquares(kv.first, kv.second);
   double norm = std::sqrt(sq) * std::fabs(gradScale);
   if(normOut) *normOut = norm;
   if(skipNonFinite && !std::isfinite(norm)) return false;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/backend/cpu/update_rule.h>
@@ -185,10 +186,16 @@ void fromDouble(size_t dev, Type t, const double* src, void* dst, int64_t count)
 // s0, s1 are float32 device arrays or null.
 void optimizerStep(size_t dev, Type t, const UpdateRule& r, void* w, const void* g, float* master, float* s0,
                    float* s1, int64_t n);
-// The sum of the squares of n elements of float type t, in double; block
-// partial sums added on the host in a fixed order (the same bits every run).
-// Waits for the result.
-double sumSquares(size_t dev, Type t, const void* p, int64_t n);
+// The sum of the squares of the elements of every part (n elements of float
+// type t at p, on gpu<dev>), in double: block partial sums of all parts read
+// back in one copy and added on the host in a fixed order (the same bits
+// every run). Waits for the result.
+struct Squares {
+  Type t;
+  const void* p;
+  int64_t n;
+};
+double sumSquares(size_t dev, const std::vector<Squares>& parts);
 
 }  // namespace cuda
 }  // namespace onyx

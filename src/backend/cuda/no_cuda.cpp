@@ -100,7 +100,7 @@ void fromDouble(size_t dev, Type, const double*, void*, int64_t) { fail("gpu", d
 void optimizerStep(size_t dev, Type, const UpdateRule&, void*, const void*, float*, float*, float*, int64_t) {
   fail("gpu", dev, ": ", kWhy);
 }
-double sumSquares(size_t dev, Type, const void*, int64_t) { fail("gpu", dev, ": ", kWhy); }
+double sumSquares(size_t dev, const std::vector<Squares>&) { fail("gpu", dev, ": ", kWhy); }
 
 }  // namespace cuda
 }  // namespace onyx

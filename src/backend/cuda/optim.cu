@@ -44,13 +44,18 @@ __global__ void squaresKernel(const T* p, int64_t n, double* partial) {
   if(threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
-// A buffer for the partial sums per device and thread (threads stepping
-// their own graphs must not share one), made on first use and kept.
-double* partials(size_t dev) {
-  thread_local std::vector<double*> bufs;
-  if(bufs.size() <= dev) bufs.resize(dev + 1, nullptr);
-  if(!bufs[dev]) bufs[dev] = static_cast<double*>(cuda::malloc(dev, kSquareBlocks * sizeof(double)));
-  return bufs[dev];
+// A buffer for at least `count` partial sums per device and thread (threads
+// stepping their own graphs must not share one), grown as needed and kept.
+// The previous call read its sums back, so nothing still uses the old one.
+double* partials(size_t dev, size_t count) {
+  thread_local std::vector<std::pair<double*, size_t>> bufs;
+  if(bufs.size() <= dev) bufs.resize(dev + 1, {nullptr, 0});
+  auto& b = bufs[dev];
+  if(b.second < count) {
+    if(b.first) cuda::free(dev, b.first);
+    b = {static_cast<double*>(cuda::malloc(dev, count * sizeof(double))), count};
+  }
+  return b.first;
 }
 
 }  // namespace
@@ -63,20 +68,30 @@ void optimizerStep(size_t dev, Type t, const UpdateRule& r, void* w, const void*
   });
 }
 
-double sumSquares(size_t dev, Type t, const void* p, int64_t n) {
-  if(n <= 0) return 0;
-  double* part = partials(dev);
-  const unsigned blocks = std::min<unsigned>(kSquareBlocks, blocksFor(n, kSquareThreads));
-  dispatchFloat(t, "gradient norm on the GPU", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    cudaStream_t s = launchOn(dev);
-    squaresKernel<T><<<blocks, kSquareThreads, 0, s>>>(static_cast<const T*>(p), n, part);
-    checkLaunch("gradient norm");
-  });
-  std::vector<double> host(blocks);
-  copy(host.data(), DeviceId{0, DeviceType::cpu}, part, DeviceId{dev, DeviceType::gpu}, blocks * sizeof(double));
+double sumSquares(size_t dev, const std::vector<Squares>& parts) {
+  std::vector<unsigned> blocks;
+  size_t total = 0;
+  for(const Squares& q : parts) {
+    blocks.push_back(q.n > 0 ? std::min<unsigned>(kSquareBlocks, blocksFor(q.n, kSquareThreads)) : 0);
+    total += blocks.back();
+  }
+  if(total == 0) return 0;
+  double* part = partials(dev, total);
+  cudaStream_t s = launchOn(dev);
+  size_t at = 0;
+  for(size_t i = 0; i < parts.size(); ++i) {
+    if(!blocks[i]) continue;
+    dispatchFloat(parts[i].t, "gradient norm on the GPU", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      squaresKernel<T><<<blocks[i], kSquareThreads, 0, s>>>(static_cast<const T*>(parts[i].p), parts[i].n, part + at);
+      checkLaunch("gradient norm");
+    });
+    at += blocks[i];
+  }
+  std::vector<double> host(total);  // one read-back for all of them
+  copy(host.data(), DeviceId{0, DeviceType::cpu}, part, DeviceId{dev, DeviceType::gpu}, total * sizeof(double));
   double sum = 0;
-  for(double v : host) sum += v;  // in block order: the same bits every run
+  for(double v : host) sum += v;  // in a fixed order: the same bits every run
   return sum;
 }
 
