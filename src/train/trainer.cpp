@@ -264,9 +264,9 @@ std::pair<double, int64_t> Trainer::runBatch(const Batch& batch, bool train) {
   return {l, correct};
 }
 
-double Trainer::step(const Batch& batch) { return step(std::vector<Batch>{batch}); }
+double Trainer::step(const Batch& batch) { return stepAccumulated({batch}); }
 
-double Trainer::step(const std::vector<Batch>& microBatches) {
+double Trainer::stepAccumulated(const std::vector<Batch>& microBatches) {
   ONYX_CHECK(!microBatches.empty(), "Trainer::step: no batch");
   if(!schedule_) buildSchedule(o_.totalSteps);
   double lr = schedule_->lr(static_cast<size_t>(step_));
@@ -478,7 +478,7 @@ std::vector<EpochInfo> Trainer::run() {
         micro.push_back(train_.rows(std::vector<int64_t>(perm.begin() + b, perm.begin() + std::min(s1, b + o_.batchSize)),
                                     keys_));
       const double lr = learningRate();
-      const double l = step(micro);
+      const double l = stepAccumulated(micro);
       offset_ = static_cast<uint64_t>(s1);
       epochSum_ += l * static_cast<double>(s1 - s0);
       epochSeen_ += s1 - s0;

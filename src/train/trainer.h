@@ -169,7 +169,7 @@ public:
   double step(const Batch& batch);
   // One optimizer step over several micro-batches, gradients accumulated,
   // each weighted by its share of the samples; returns the mean loss.
-  double step(const std::vector<Batch>& microBatches);
+  double stepAccumulated(const std::vector<Batch>& microBatches);
   // Loss (and accuracy) without training: inference mode (running
   // statistics, no dropout), nothing changes.
   EvalResult evaluate(const std::vector<Batch>& batches);
