@@ -180,6 +180,9 @@ int main(int argc, char** argv) {
     TrainerCallbacks cb = console.callbacks();
     Trainer::checkOptions(to, cb);
     if(o.out.empty() && o.dumpGradients.empty()) throw Error("-o TUNED.onnx is required");
+    // The output and the --input specs are checked here, before the data is
+    // loaded, so that errors come in the order they always did (the Trainer
+    // checks them again for its other callers).
     auto model = Model::load(o.model);
     bool hasOutput = false;
     for(auto& out : model->outputs()) hasOutput = hasOutput || out.name == o.output;
@@ -199,6 +202,8 @@ int main(int argc, char** argv) {
     Dataset train = Dataset::loadNpz(o.data, keys);
     Dataset valid;
     if(!o.valid.empty()) valid = Dataset::loadNpz(o.valid, keys);
+    // Where the decay ends, known now: a schedule that cannot be is reported
+    // before the device is opened.
     to.totalSteps = Trainer::stepsPerEpoch(train.size(), to) * static_cast<size_t>(o.epochs);
     Trainer trainer(model, to, cb);
     trainer.setData(train, valid);

@@ -150,12 +150,15 @@ public:
   // float32 input, say). With loss "ce" every label of both is checked
   // against the output's classes when the first graph is built.
   void setData(Dataset train, Dataset valid = Dataset());
-  // options().epochs passes over the training data in batches of batchSize
-  // (accumulate of them per step), shuffled with the seed; validation after
-  // each epoch; checkpoints every checkpointEvery steps and at each epoch's
-  // end; resume (from where the checkpoint left off, bit for bit). A
-  // non-finite loss stops before the update: an onyx::Error naming the step
-  // and the last good checkpoint. Returns the epochs it ran.
+  // Up to options().epochs passes over the training data in batches of
+  // batchSize (accumulate of them per step), shuffled with the seed;
+  // validation after each epoch; checkpoints every checkpointEvery steps and
+  // at each epoch's end; resume (from where the checkpoint left off, bit for
+  // bit). It goes on from the Trainer's position (epoch 1 when new), so a
+  // second run() after the last epoch does nothing. A non-finite loss stops
+  // before the update: an onyx::Error naming the step and the last good
+  // checkpoint. An exception thrown by a callback ends it too (after the
+  // last checkpoint, as a killed process would). Returns the epochs it ran.
   std::vector<EpochInfo> run();
   std::vector<EpochInfo> fit(Dataset train, Dataset valid = Dataset()) {
     setData(std::move(train), std::move(valid));
@@ -179,7 +182,8 @@ public:
   // lossValue() read them. Returns the loss.
   double computeGradients(const Batch& batch);
 
-  // ---- state ----
+  // ---- state (tensors on the Trainer's device: the params' own, which the
+  // next step changes; gradients and state updates last until the next batch) ----
   // Every param (trainable or not, BatchNormalization's running statistics
   // included) by name, in the graph's order; empty before the first batch.
   std::vector<std::pair<std::string, Tensor>> params() const;
