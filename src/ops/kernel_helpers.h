@@ -98,7 +98,7 @@ template <class F> Kernels compare(F f) { return elementwiseKernels<AnyToBool, 2
 template <class F> Kernels logicalUnary(F f) { return elementwiseKernels<BoolOnly, 1>(fixed(f)); }
 template <class F> Kernels logicalBinary(F f) { return elementwiseKernels<BoolOnly, 2>(fixed(f)); }
 // Kernels written once for both devices: body(on, c) runs element-wise
-// work through `on` (OnHost, or OnGpu in the nvcc build), as
+// work through `on` (OnHost, or OnGpu in the CUDA plugin's nvcc build), as
 // `decltype(on)::template run<TOut, TIn...>(f, c.out, ins...)`. For kernels
 // that pick their functor or types at run time (where, clip, gelu).
 template <class Body>

@@ -117,8 +117,9 @@ void copyInput0(KernelCtx& c) {
 // null when libonyx expects another interface version.
 extern "C" __attribute__((visibility("default"))) onyx::DeviceBackend* onyx_cuda_plugin(int abi) {
   if(abi != onyx::kDeviceBackendAbi) return nullptr;
-  static onyx::cuda::CudaBackend backend;
+  // Never destroyed: device memory may be freed through it at exit.
+  static onyx::DeviceBackend* const backend = new onyx::cuda::CudaBackend;
   static const bool grafted = (onyx::cuda::graft(), true);
   (void)grafted;
-  return &backend;
+  return backend;
 }
