@@ -4,12 +4,8 @@
 #include <cstring>
 
 #include <onyx/backend/cpu/element.h>
-#ifdef ONYX_GPU_PLUGIN
-// Only in the CUDA plugin's nvcc compile of a functor family (see below).
-#ifndef __CUDACC__
-#error "ONYX_GPU_PLUGIN is defined for the plugin's nvcc compile of a functor family only"
-#endif
-#include <onyx/backend/cuda/element.cuh>
+#if defined(ONYX_GPU_PLUGIN) && !defined(__CUDACC__)
+#error "ONYX_GPU_PLUGIN is defined for the CUDA plugin's nvcc compile of a functor family only"
 #endif
 #include <onyx/core/device_backend.h>
 #include <onyx/core/dispatch.h>
@@ -24,8 +20,11 @@ namespace ops {
 // libonyx (g++) and, where the CUDA plugin is built, the GPU kernel of the
 // same functor: nvcc compiles the family file a second time into the plugin
 // (ONYX_GPU_PLUGIN; the list of these families is ONYX_FUNCTOR_FAMILIES in
-// CMakeLists.txt), which grafts it onto the op when it loads. The inline
-// namespace keeps the two builds of these templates apart (no ODR clash).
+// CMakeLists.txt), which grafts it onto the op when it loads. That compile's
+// generated wrapper includes the device templates (backend/cuda/element.cuh,
+// reduce.cuh) before the family file: src/ops includes nothing of the
+// plugin's. The inline namespace keeps the two builds of these templates
+// apart (no ODR clash).
 #ifdef ONYX_GPU_PLUGIN
 inline namespace with_cuda {
 #else

@@ -14,9 +14,6 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
-#ifdef ONYX_GPU_PLUGIN
-#include <onyx/backend/cuda/reduce.cuh>
-#endif
 #include <onyx/ops/shape.h>
 
 namespace onyx {
@@ -147,6 +144,8 @@ struct ReduceOnHost {
   }
 };
 #ifdef ONYX_GPU_PLUGIN
+// cuda::reduceInto: backend/cuda/reduce.cuh, included by the plugin's
+// generated wrapper of this file (ops/kernel_helpers.h).
 struct ReduceOnGpu {
   template <class T, class R>
   static void run(const TensorBase& x, TensorBase& out, R r) { cuda::reduceInto<T>(x, out, r); }
