@@ -68,8 +68,11 @@ struct OpDef {
   OpDef& inputs(int lo, int hi) { minInputs = lo; maxInputs = hi; return *this; }
   OpDef& attr(const std::string& n, AttrValue def) { attrSpecs.push_back({n, std::move(def)}); return *this; }
   OpDef& infer(InferFn f) { inferFn = std::move(f); return *this; }
+  // The CPU kernel. A GPU kernel is not declared here: it comes from the
+  // same functor (kernel()), is one for both devices (anyDevice()), runs on
+  // host copies (gpuOnHost()), or is registered by the CUDA plugin
+  // (backend/cuda/plugin.h).
   OpDef& cpu(KernelFn f) { kernels[0] = std::move(f); return *this; }
-  OpDef& gpu(KernelFn f) { kernels[1] = std::move(f); return *this; }
   // One kernel for every device: it is written with primitives that work on
   // the tensors' own device (host code, or core/device_backend.h's element
   // movers and GEMM on a GPU).
