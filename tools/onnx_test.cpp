@@ -23,8 +23,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include <onyx/backend/cuda/device.h>
 #include <onyx/converters/native_model.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/io/npz.h>
 
 #include "tool_common.h"
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
   try {
     DeviceId dev = parseDevice(o.device);
     if(skipWithoutDevice && dev.type == DeviceType::gpu) {
-      std::string why = cuda::unavailable(dev.no);
+      std::string why = gpuUnavailable(dev.no);
       if(!why.empty()) {
         std::cout << "SKIPPED: " << o.device << ": " << why << "\n";
         return 77;

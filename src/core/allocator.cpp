@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include <onyx/backend/cuda/device.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/core/error.h>
 #include <onyx/core/logging.h>
 
@@ -22,14 +22,18 @@ DeviceId parseDevice(const std::string& s) {
 }
 
 void* deviceMalloc(DeviceId d, size_t bytes) {
-  if(d.type == DeviceType::gpu) return cuda::malloc(d.no, bytes);
+  if(d.type == DeviceType::gpu) {
+    std::string why = loadGpuBackend();
+    ONYX_CHECK(why.empty(), d.toString(), ": ", why);
+    return gpuBackend().malloc(d.no, bytes);
+  }
   void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   ONYX_CHECK(p, "out of memory allocating ", bytes, " bytes on ", d.toString());
   return p;
 }
 
 void deviceFree(DeviceId d, void* p) {
-  if(d.type == DeviceType::gpu) return cuda::free(d.no, p);
+  if(d.type == DeviceType::gpu) return gpuBackend().free(d.no, p);
   std::free(p);
 }
 

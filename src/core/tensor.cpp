@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include <onyx/backend/cuda/device.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/core/dispatch.h>
 
 namespace onyx {
@@ -110,7 +110,7 @@ void TensorBase::copyFrom(const TensorBase& src) {
   ONYX_CHECK(src.size() == size(), "copy from shape ", src.shape_, " into shape ", shape_, ": sizes differ");
   if(!onHost() || !src.onHost()) {
     ONYX_CHECK(type_ != Type::string && src.type_ != Type::string, "string tensors live on the host only");
-    if(src.type_ == type_) return cuda::copy(data_, device_, src.data_, src.device_, bytes());
+    if(src.type_ == type_) return gpuBackend().copy(data_, device_, src.data_, src.device_, bytes());
     // Conversion on the host.
     Tensor from = src.onHost() ? nullptr : src.hostCopy();
     Tensor to = create(shape_, type_);

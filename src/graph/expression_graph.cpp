@@ -1,12 +1,11 @@
 #include <onyx/graph/expression_graph.h>
 
-#include <onyx/backend/cuda/device.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
+#include <onyx/core/device_backend.h>
 #include <onyx/core/logging.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/io/npz.h>
@@ -102,7 +101,7 @@ ExpressionGraph::~ExpressionGraph() {
 
 void ExpressionGraph::setDevice(DeviceId device) {
   if(device.type == DeviceType::gpu) {
-    std::string why = cuda::unavailable(device.no);
+    std::string why = gpuUnavailable(device.no);
     ONYX_CHECK(why.empty(), "setDevice(", device.toString(), "): ", why);
   }
   if(device == device_) return;

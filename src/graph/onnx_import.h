@@ -170,7 +170,15 @@ std::vector<OnnxImportEntry> onnxImportTable();
 // The rule for (domain, opType) at the model's opset, or nullptr.
 const OnnxImportEntry* findOnnxImport(const std::string& domain, const std::string& opType, int opset);
 
+#ifndef ONYX_GPU_PLUGIN
 #define ONYX_ONNX_IMPORT(var, opType, since) \
   static ::onyx::OnnxImportRule& var = ::onyx::defineOnnxImport(opType, since, __FILE__)
+#else
+// The CUDA plugin's second compile of a functor family (see ONYX_OP) is for
+// GPU kernels only: its import rules are libonyx's, not registered again.
+#define ONYX_ONNX_IMPORT(var, opType, since) \
+  static ::onyx::OnnxImportRule var##NotRegistered;  \
+  [[maybe_unused]] static ::onyx::OnnxImportRule& var = var##NotRegistered
+#endif
 
 }  // namespace onyx

@@ -22,6 +22,15 @@ OpDef& Registry::define(const std::string& name, const std::string& file) {
   return *d;
 }
 
+void Registry::setGpuKernel(const std::string& name, KernelFn f) {
+  auto it = ops_.find(name);
+  ONYX_ASSERT(it != ops_.end(), "a GPU kernel is registered for '", name, "', which is not a registry op");
+  OpDef& op = *it->second;
+  ONYX_ASSERT(!op.kernels[1], "op '", name, "' is given a second GPU kernel");
+  ONYX_ASSERT(f, "op '", name, "' is given an empty GPU kernel");
+  op.kernels[1] = std::move(f);
+}
+
 const OpDef* Registry::find(const std::string& name) const {
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : it->second.get();

@@ -24,10 +24,10 @@ using KernelFn = std::function<void(KernelCtx&)>;
 using BackwardFn = std::function<void(GradCtx&)>;
 
 // A kernel per device, from one definition (see ops/kernel_helpers.h): the
-// GPU one is empty where the family file is not compiled by nvcc.
+// GPU one is empty where the family file is not compiled by nvcc (always in
+// libonyx; the CUDA plugin compiles the functor families again for it).
 struct Kernels {
   KernelFn cpu, gpu;
-  bool gpuOnHost = false;  // gpu runs cpu on host copies (ops::onHostCopies)
 };
 
 struct OnnxMapping {
@@ -47,16 +47,20 @@ struct OpDef {
   int minInputs = 1, maxInputs = 1;  // maxInputs -1: variadic
   std::vector<AttrSpec> attrSpecs;
   InferFn inferFn;
-  KernelFn kernels[2];  // by DeviceType
+  // By DeviceType. The GPU kernel is set here only by anyDevice(); the
+  // others are grafted on by the CUDA plugin when it loads (a GPU kernel's
+  // code lives in the plugin, which libonyx never links).
+  KernelFn kernels[2];
   BackwardFn backwardFn;
   std::string notDifferentiableWhy;
   std::vector<OnnxMapping> onnxMappings;
   std::string noOnnxWhy;
   bool isStochastic = false;
-  // The GPU kernel runs the CPU's on host copies of the inputs and uploads
-  // the result (ops::onHostCopies): random draws (by design, so a seed gives
-  // the same values on every device) and ops without a GPU form yet.
-  bool gpuOnHost = false;
+  // Why the GPU runs this op's CPU kernel on host copies of the inputs and
+  // uploads the result ("" for the ops that run on the GPU): random draws
+  // (so that a seed gives the same values on every device) and ops without
+  // a GPU form yet. The plugin makes that kernel for every op so declared.
+  std::string gpuOnHostWhy;
 
   // Declarative builder, used as ONYX_OP(kSin, "sin").doc(..).inputs(1)...
   OpDef& doc(std::string d) { docString = std::move(d); return *this; }
@@ -64,17 +68,23 @@ struct OpDef {
   OpDef& inputs(int lo, int hi) { minInputs = lo; maxInputs = hi; return *this; }
   OpDef& attr(const std::string& n, AttrValue def) { attrSpecs.push_back({n, std::move(def)}); return *this; }
   OpDef& infer(InferFn f) { inferFn = std::move(f); return *this; }
+  // The CPU kernel. A GPU kernel is not declared here: it comes from the
+  // same functor (kernel()), is one for both devices (anyDevice()), runs on
+  // host copies (gpuOnHost()), or is registered by the CUDA plugin
+  // (backend/cuda/plugin.h).
   OpDef& cpu(KernelFn f) { kernels[0] = std::move(f); return *this; }
-  OpDef& gpu(KernelFn f) { kernels[1] = std::move(f); return *this; }
   // One kernel for every device: it is written with primitives that work on
-  // the tensors' own device (the element movers of ops/shape.cpp).
+  // the tensors' own device (host code, or core/device_backend.h's element
+  // movers and GEMM on a GPU).
   OpDef& anyDevice(KernelFn f) { kernels[0] = kernels[1] = std::move(f); return *this; }
   OpDef& kernel(Kernels k) {
     kernels[0] = std::move(k.cpu);
     if(k.gpu) kernels[1] = std::move(k.gpu);
-    gpuOnHost = k.gpuOnHost;
     return *this;
   }
+  // On a GPU, the CPU kernel runs on host copies of the inputs, for the
+  // reason given (see gpuOnHostWhy).
+  OpDef& gpuOnHost(std::string why) { gpuOnHostWhy = std::move(why); return *this; }
   OpDef& backward(BackwardFn f) { backwardFn = std::move(f); return *this; }
   OpDef& notDifferentiable(std::string why) { notDifferentiableWhy = std::move(why); return *this; }
   OpDef& onnx(std::string opType, int since, int until = 1 << 30) {
@@ -113,14 +123,28 @@ public:
   const OpDef* find(const std::string& name) const;
   const OpDef& get(const std::string& name) const;  // throws onyx::Error if unknown
   std::vector<const OpDef*> all() const;            // sorted by name
+  // Gives op `name` its GPU kernel: the CUDA plugin, as it loads, for each
+  // kernel it registers. An unknown op, or one that has a GPU kernel
+  // already, is a bug (in the plugin's registration).
+  void setGpuKernel(const std::string& name, KernelFn f);
 
 private:
   std::map<std::string, std::unique_ptr<OpDef>> ops_;
 };
 
 // Declares an op in a family file: ONYX_OP(kSin, "sin").doc("y = sin(x)")...
+#ifndef ONYX_GPU_PLUGIN
 #define ONYX_OP(var, name) \
   static ::onyx::OpDef& var = ::onyx::Registry::instance().define(name, __FILE__)
+#else
+// The CUDA plugin compiles the functor families (CMakeLists.txt) a second
+// time with nvcc, for the GPU kernels of their functors: there their ops go
+// into the plugin's own registry, whose GPU kernels it grafts onto the
+// registry's ops of the same names when it loads (backend/cuda/plugin.cpp).
+Registry& gpuPluginRegistry();
+#define ONYX_OP(var, name) \
+  static ::onyx::OpDef& var = ::onyx::gpuPluginRegistry().define(name, __FILE__)
+#endif
 
 // ---- contexts handed to the op's functions ----
 

@@ -9,7 +9,6 @@
 #include <limits>
 #include <vector>
 
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -28,21 +27,7 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// x viewed as [outer, n, inner] around `axis`; line r (of outer * inner)
-// starts at (r / inner) * n * inner + r % inner and steps by inner.
-struct Lines {
-  int64_t outer = 1, n = 1, inner = 1;
-  Lines(const Shape& s, int axis) {
-    for(int i = 0; i < s.rank(); ++i) {
-      int64_t d = s.dims()[static_cast<size_t>(i)];
-      if(i < axis) outer *= d;
-      else if(i == axis) n = d;
-      else inner *= d;
-    }
-  }
-  int64_t count() const { return outer * inner; }
-  int64_t start(int64_t r) const { return (r / inner) * n * inner + r % inner; }
-};
+using ops::Lines;  // ops/shape.h
 
 // reshape with a braced list of dims
 Expr reshapeTo(Expr x, const std::vector<int64_t>& dims) { return reshape(x, dims); }
@@ -114,14 +99,6 @@ ONYX_OP(kCumProdGrad, "cumprod_grad")
         });
       });
     })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      int rank = x.shape().rank();
-      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
-      Tensor z = c.scratch(Shape{std::max<int64_t>(1, x.size())}, Type::float64);  // the suffix sums, per line
-      cuda::cumprodGrad(c.out.getDeviceId().no, x.type(), x.raw(), c.in[1]->raw(), c.out.raw(), z->data<double>(),
-                        ln.outer, ln.n, ln.inner, c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0);
-    })
     .notDifferentiable("the gradient of cumprod; second derivatives of cumprod are not supported")
     .noOnnx("internal: the backward of cumprod");
 
@@ -168,13 +145,6 @@ ONYX_OP(kCumProd, "cumprod")
           }
         });
       });
-    })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      int rank = x.shape().rank();
-      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
-      cuda::cumulate(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), ln.outer, ln.n, ln.inner,
-                     c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0, true);
     })
     .backward([](GradCtx& g) {
       g.add(0, g.graph.make(kCumProdGrad, {g.x(0), g.dy},

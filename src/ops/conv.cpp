@@ -15,7 +15,6 @@
 
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/backend/cpu/conv_geom.h>
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -111,18 +110,13 @@ Geom makeGeom(const Shape& img, const Shape& pos, const std::vector<int64_t>& ke
   return g;
 }
 
-std::vector<int64_t> spatialDims(const Shape& s) { return std::vector<int64_t>(s.dims().begin() + 2, s.dims().end()); }
+}  // namespace
 
-// The sizes of a convolution over x [N, C, img..] with windows at pos
-// [N, M, pos..] (y, or dy for the weight gradient) and taps `kernel`: G
-// groups of Cg input and Mg output channels, CK = Cg * taps rows of col,
-// P positions; direct when col is x itself (1x1, stride 1, no pads).
-struct ConvDims {
-  Geom g;
-  int64_t N, C, M, G, Cg, Mg, CK, P;
-  bool direct;
-};
-ConvDims convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& kernel, const Attrs& a) {
+std::vector<int64_t> ops::spatialDims(const Shape& s) {
+  return std::vector<int64_t>(s.dims().begin() + 2, s.dims().end());
+}
+
+ops::ConvDims ops::convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& kernel, const Attrs& a) {
   ConvDims d;
   d.g = makeGeom(x, pos, kernel, spatialOf(a, x.rank() - 2));
   d.N = x[0];
@@ -140,9 +134,16 @@ ConvDims convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& 
 // A transposed convolution is a convolution seen from its output: y is the
 // image the windows write into and x holds the positions, so its input
 // channels are the ConvDims' M and its output channels C.
-ConvDims transposedDims(KernelCtx& c) {
+ops::ConvDims ops::transposedDims(const KernelCtx& c) {
   return convDims(c.out.shape(), c.in[0]->shape(), spatialDims(c.in[1]->shape()), c.attrs);
 }
+
+namespace {
+
+using ops::ConvDims;
+using ops::convDims;
+using ops::spatialDims;
+using ops::transposedDims;
 
 // col[(c * K + kk) * P + p] = x[c, position p shifted by tap kk] (0 outside).
 template <class T>
@@ -307,114 +308,6 @@ void convGradWeightKernel(KernelCtx& c) {
   const int64_t work = G * Mg * CK * P;
   if(N > 1 && work < kSampleParallelWork) host::parallelFor(N, N * work, block);
   else block(0, N);
-}
-
-// ---- The GPU kernels: cuDNN's forward, backward-data (conv_transpose) and
-// backward-filter (conv_grad_weight) passes where cuDNN takes the case;
-// otherwise the same windows and GEMMs as the CPU, one sample after the
-// other on the device's stream (im2col / col2im in backend/cuda/conv.cu,
-// GEMMs through cuBLAS), col in the graph's workspace.
-
-// The device and element type of a GPU conv kernel's output, and element
-// offsets into its (type-erased) buffers.
-struct GpuBufs {
-  size_t dev;
-  Type t;
-  int64_t e;  // bytes per element
-  explicit GpuBufs(const TensorBase& out)
-      : dev(out.getDeviceId().no), t(out.type()), e(typeBits(out.type()) / 8) {}
-  char* at(void* p, int64_t i) const { return static_cast<char*>(p) + i * e; }
-  const char* at(const void* p, int64_t i) const { return static_cast<const char*>(p) + i * e; }
-};
-
-// n bytes of the graph's workspace for cuDNN, held by `keep`.
-std::function<void*(size_t)> workspaceOf(KernelCtx& c, Tensor& keep) {
-  return [&c, &keep](size_t bytes) {
-    keep = c.scratch(Shape{static_cast<int64_t>(bytes)}, Type::uint8);
-    return keep->raw();
-  };
-}
-
-void convGpu(KernelCtx& c) {
-  const TensorBase& xt = *c.in[0];
-  const TensorBase& wt = *c.in[1];
-  const TensorBase* bias = c.in.size() > 2 ? c.in[2] : nullptr;
-  const ConvDims cd = convDims(xt.shape(), c.out.shape(), spatialDims(wt.shape()), c.attrs);
-  const Geom& g = cd.g;
-  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
-  const GpuBufs b(c.out);
-  // cuDNN where it takes the case (backend/cuda/cudnn.cu), else the CPU's
-  // windows and GEMMs.
-  Tensor ws;
-  if(cuda::cudnnConvForward(b.dev, b.t, xt.raw(), wt.raw(), c.out.raw(), N, C, M, G, g, workspaceOf(c, ws))) {
-    if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, P);
-    return;
-  }
-  const bool direct = cd.direct;
-  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), b.t);
-  for(int64_t n = 0; n < N; ++n)
-    for(int64_t grp = 0; grp < G; ++grp) {
-      const char* src = b.at(xt.raw(), (n * C + grp * Cg) * g.imgSize);
-      if(!direct) cuda::im2col(b.dev, b.t, src, Cg, g, col->raw());
-      cuda::gemm(b.dev, b.t, false, false, Mg, P, CK, 1.0, b.at(wt.raw(), grp * Mg * CK), CK,
-                 direct ? static_cast<const void*>(src) : col->raw(), P, 0.0, b.at(c.out.raw(), (n * M + grp * Mg) * P),
-                 P);
-    }
-  if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, P);
-}
-
-void convTransposeGpu(KernelCtx& c) {
-  const TensorBase& xt = *c.in[0];
-  const TensorBase& wt = *c.in[1];
-  const TensorBase* bias = c.in.size() > 2 ? c.in[2] : nullptr;
-  const ConvDims cd = transposedDims(c);
-  const Geom& g = cd.g;
-  const int64_t N = cd.N, C = cd.M, G = cd.G, Cg = cd.Mg, Mg = cd.Cg, M = cd.C, MK = cd.CK, P = cd.P;
-  const GpuBufs b(c.out);
-  // The adjoint of the convolution cd describes (image cd.C channels, output
-  // cd.M): cuDNN's backward-data pass, where it takes the case.
-  Tensor ws;
-  if(cuda::cudnnConvBackwardData(b.dev, b.t, wt.raw(), xt.raw(), c.out.raw(), N, cd.C, cd.M, G, g,
-                                 workspaceOf(c, ws))) {
-    if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, g.imgSize);
-    return;
-  }
-  const bool direct = cd.direct;
-  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{MK, P}), b.t);
-  for(int64_t n = 0; n < N; ++n)
-    for(int64_t grp = 0; grp < G; ++grp) {
-      const char* xg = b.at(xt.raw(), (n * C + grp * Cg) * P);
-      char* yg = b.at(c.out.raw(), (n * M + grp * Mg) * g.imgSize);
-      // col [Mg*K, P] = W_g^T x_g with W_g stored [Cg, Mg*K]; col2im writes
-      // the group's whole image (each group its own channels).
-      cuda::gemm(b.dev, b.t, true, false, MK, P, Cg, 1.0, b.at(wt.raw(), grp * Cg * MK), MK, xg, P, 0.0,
-                 direct ? static_cast<void*>(yg) : col->raw(), P);
-      if(!direct) cuda::col2im(b.dev, b.t, col->raw(), Mg, g, yg);
-    }
-  if(bias) cuda::addChannelBias(b.dev, b.t, c.out.raw(), bias->raw(), N, M, g.imgSize);
-}
-
-void convGradWeightGpu(KernelCtx& c) {
-  const TensorBase& xt = *c.in[0];
-  const TensorBase& dyt = *c.in[1];
-  const ConvDims cd = convDims(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), c.attrs);
-  const Geom& g = cd.g;
-  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
-  const GpuBufs b(c.out);
-  Tensor ws;
-  if(cuda::cudnnConvBackwardFilter(b.dev, b.t, xt.raw(), dyt.raw(), c.out.raw(), N, C, M, G, g, workspaceOf(c, ws)))
-    return;
-  const bool direct = cd.direct;
-  Tensor col = direct ? Tensor() : c.scratch(Shape(Shape::Dims{CK, P}), b.t);
-  cuda::fillZero(b.dev, c.out.raw(), c.out.bytes());
-  for(int64_t n = 0; n < N; ++n)
-    for(int64_t grp = 0; grp < G; ++grp) {
-      const char* src = b.at(xt.raw(), (n * C + grp * Cg) * g.imgSize);
-      if(!direct) cuda::im2col(b.dev, b.t, src, Cg, g, col->raw());
-      // dW_g [Mg, CK] += dy_g [Mg, P] col^T
-      cuda::gemm(b.dev, b.t, false, true, Mg, CK, P, 1.0, b.at(dyt.raw(), (n * M + grp * Mg) * P), P,
-                 direct ? static_cast<const void*>(src) : col->raw(), P, 1.0, b.at(c.out.raw(), grp * Mg * CK), CK);
-    }
 }
 
 // Dispatches a kernel template over the float and integer types.
@@ -679,7 +572,6 @@ ONYX_OP(kConv, "conv")
       c.shape = Shape(out);
     })
     .cpu(ONYX_CONV_KERNEL(convKernel))
-    .gpu(convGpu)
     // dx = conv_transpose(dy, W) sized like x, dW = conv_grad_weight(x, dy), db = sum of dy.
     .backward([](GradCtx& g) {
       Expr x = g.x(0), W = g.x(1);
@@ -749,7 +641,6 @@ Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
       c.shape = Shape(out);
     })
     .cpu(ONYX_CONV_KERNEL(convTransposeKernel))
-    .gpu(convTransposeGpu)
     // dx = conv(dy, W) (cut to x's size), dW = conv_grad_weight(dy, x), db = sum of dy.
     .backward([](GradCtx& g) {
       Expr x = g.x(0), W = g.x(1);
@@ -857,7 +748,6 @@ Expr conv_transpose(Expr x, Expr W, Expr b, const ConvOptions& o) {
       c.shape = Shape(out);
     })
     .cpu(ONYX_CONV_KERNEL(convGradWeightKernel))
-    .gpu(convGradWeightGpu)
     // Bilinear: <dG, dW(x, dy)> = <dy, conv(x, dG)>.
     .backward([](GradCtx& g) {
       Expr x = g.x(0), dy = g.x(1);
@@ -900,19 +790,21 @@ ONYX_ONNX_IMPORT(kConvIntegerImport, "ConvInteger", 10).importer([](OnnxImportCt
 
 namespace {
 
-struct PoolGeom {
-  Geom g;
-  int64_t planes = 0;  // N * C
-};
-
 std::vector<int64_t> kernelOf(const Attrs& a) { return std::vector<int64_t>(a.ints("kernel_shape").begin(), a.ints("kernel_shape").end()); }
 
-PoolGeom poolGeom(const Attrs& a, const Shape& x, const Shape& y) {
+}  // namespace
+
+ops::PoolGeom ops::poolGeom(const Attrs& a, const Shape& x, const Shape& y) {
   PoolGeom p;
   p.g = makeGeom(x, y, kernelOf(a), spatialOf(a, x.rank() - 2));
   p.planes = x[0] * x[1];
   return p;
 }
+
+namespace {
+
+using ops::PoolGeom;
+using ops::poolGeom;
 
 // Output shape of a pool over `xs`.
 Shape pooledShape(InferCtx& c, const Shape& xs) {
@@ -1184,12 +1076,6 @@ ONYX_OP(kMaxPool, "max_pool")
         maxPoolKernel<typename decltype(tag)::type>(*c.in[0], &c.out, nullptr, p, 0);
       });
     })
-    .gpu([](KernelCtx& c) {
-      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-      const size_t dev = c.out.getDeviceId().no;
-      if(cuda::cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, cuda::PoolMode::max)) return;
-      cuda::maxPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), nullptr, p.planes, p.g, 0);
-    })
     // dx = dy scattered to each window's first maximum.
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
@@ -1240,11 +1126,6 @@ Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) 
         maxPoolKernel<typename decltype(tag)::type>(*c.in[0], nullptr, &c.out, p, so);
       });
     })
-    .gpu([](KernelCtx& c) {
-      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-      cuda::maxPool(c.out.getDeviceId().no, c.in[0]->type(), c.in[0]->raw(), nullptr, c.out.data<int64_t>(), p.planes,
-                    p.g, int(c.attrs.i("storage_order")));
-    })
     .notDifferentiable("integer positions; max_pool's gradient uses them")
     .noOnnx("no ONNX op of its own: MaxPool's second output (Indices)")
     .onnxExport(8, [](OnnxExportCtx& c) { exportPool(c, false, true); });
@@ -1272,14 +1153,6 @@ ONYX_OP(kAvgPool, "average_pool")
     })
     .cpu([](KernelCtx& c) {
       dispatchFloat(c.out.type(), "average_pool", [&](auto tag) { avgPoolKernel<typename decltype(tag)::type>(c); });
-    })
-    .gpu([](KernelCtx& c) {
-      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-      const size_t dev = c.out.getDeviceId().no;
-      const bool includePad = c.attrs.i("count_include_pad") != 0;
-      const auto mode = includePad ? cuda::PoolMode::averageIncludePad : cuda::PoolMode::averageExcludePad;
-      if(cuda::cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, mode)) return;
-      cuda::avgPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, includePad);
     })
     .backward([](GradCtx& g) {
       AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"});
@@ -1324,11 +1197,6 @@ Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions&
     .cpu([](KernelCtx& c) {
       dispatchFloat(c.out.type(), "average_pool_grad",
                     [&](auto tag) { avgPoolGradKernel<typename decltype(tag)::type>(c); });
-    })
-    .gpu([](KernelCtx& c) {
-      PoolGeom p = poolGeom(c.attrs, c.out.shape(), c.in[0]->shape());
-      cuda::avgPoolGrad(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g,
-                        c.attrs.i("count_include_pad") != 0);
     })
     // Linear: the adjoint of the adjoint is average_pool itself.
     .backward([](GradCtx& g) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/graph/node.h>
 
 namespace onyx {
@@ -53,5 +54,33 @@ Expr global_lp_pool(Expr x, double p = 2);
 // Inverse of max_pool with indices: zeros of `outputShape` with
 // y.flat[indices[i]] = x[i] (ONNX MaxUnpool).
 Expr max_unpool(Expr x, Expr indices, const Shape& outputShape);
+
+// ---- For kernels: the geometry of conv.cpp's kernels, which the GPU
+// kernels (backend/cuda/ops_conv.cpp) share.
+struct KernelCtx;
+namespace ops {
+// The sizes of a convolution over x [N, C, img..] with windows at pos
+// [N, M, pos..] (y, or dy for the weight gradient) and taps `kernel`: G
+// groups of Cg input and Mg output channels, CK = Cg * taps rows of col,
+// P positions; direct when col is x itself (1x1, stride 1, no pads).
+struct ConvDims {
+  host::ConvGeom g;
+  int64_t N, C, M, G, Cg, Mg, CK, P;
+  bool direct;
+};
+// From a conv node's attributes (strides, pads, dilations, group).
+ConvDims convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& kernel, const Attrs& a);
+// conv_transpose's: the convolution whose adjoint it is (image = its output).
+ConvDims transposedDims(const KernelCtx& c);
+// The spatial dims of s (after N and C).
+std::vector<int64_t> spatialDims(const Shape& s);
+// A pool's windows over x [N, C, img..] giving y, from a pool node's
+// attributes; planes = N * C.
+struct PoolGeom {
+  host::ConvGeom g;
+  int64_t planes = 0;
+};
+PoolGeom poolGeom(const Attrs& a, const Shape& x, const Shape& y);
+}  // namespace ops
 
 }  // namespace onyx

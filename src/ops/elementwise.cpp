@@ -14,7 +14,6 @@
 
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/ops/kernel_helpers.h>
 
 namespace onyx {
@@ -1221,12 +1220,6 @@ ONYX_OP(kCast, "cast")
           });
         });
       });
-    })
-    .gpu([](KernelCtx& c) {
-      Type ti = c.in[0]->type(), to = c.out.type();
-      ONYX_CHECK(isComputeType(ti) && isComputeType(to), "cast from ", ti, " to ", to,
-                 " runs on the CPU only (storage-only element types); cast on the CPU");
-      cuda::assign(c.out, *c.in[0]);
     })
     .backward([](GradCtx& g) {
       // Gradients flow back only between float types; GradCtx::add casts back.

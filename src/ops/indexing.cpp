@@ -16,7 +16,6 @@
 #include <type_traits>
 
 #include <onyx/backend/cpu/combine.h>
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -125,19 +124,24 @@ bool isNan(A v) {
 }
 
 using host::combine;  // backend/cpu/combine.h, shared with the GPU kernels
-int reductionCode(const std::string& r) { return r == "add" ? 1 : r == "mul" ? 2 : r == "max" ? 3 : r == "min" ? 4 : 0; }
+
+}  // namespace
+
+int ops::reductionCode(const std::string& r) {
+  return r == "add" ? 1 : r == "mul" ? 2 : r == "max" ? 3 : r == "min" ? 4 : 0;
+}
+
+namespace {
 
 using ops::copyInput0;
+using ops::reductionCode;
 
-// ---- GPU forms of the index ops: the indices are read (and checked) on a
-// host copy, which gives every element's or row's offset as the CPU
-// computes it; the offsets go to the device in one upload (graph
-// workspace) and one kernel moves or combines the data.
+}  // namespace
 
-// gather_elements / scatter_elements (axis attribute, x or data input 0,
-// indices input 1): the element of input 0 each index addresses, as an
-// offset, from a host copy of the indices (checked).
-std::vector<int64_t> elementOffsets(KernelCtx& c, const char* op) {
+// The GPU forms of the index ops (backend/cuda/ops_indexing.cpp) read and
+// check the indices on a host copy, which gives every element's or row's
+// offset as the CPU computes it.
+std::vector<int64_t> ops::elementOffsets(KernelCtx& c, const char* op) {
   const TensorBase& x = *c.in[0];
   Tensor ix = c.in[1]->hostCopy();
   int a = axisOf(c.attrs.i("axis"), x.shape().rank());
@@ -148,7 +152,7 @@ std::vector<int64_t> elementOffsets(KernelCtx& c, const char* op) {
   std::vector<int64_t> offs(static_cast<size_t>(ix->size()));
   dispatchIndex(ix->type(), op, [&](auto itag) {
     using I = typename decltype(itag)::type;
-    checkIndices<I>(*ix, n, a, c.node);
+    onyx::checkIndices<I>(*ix, n, a, c.node);  // the anonymous namespace's, not ops::
     const I* idx = ix->data<I>();
     walkOffsets(ix->shape().dims(), xs, 0, ix->size(), [&](int64_t i, int64_t off) {
       offs[size_t(i)] = off + resolve(static_cast<int64_t>(idx[i]), n) * sa;
@@ -157,50 +161,7 @@ std::vector<int64_t> elementOffsets(KernelCtx& c, const char* op) {
   return offs;
 }
 
-// y row t (rowElems elements) = x's row at element offset offs[t].
-void gatherOnGpu(KernelCtx& c, const std::vector<int64_t>& offs, int64_t rowElems, const char* op) {
-  const TensorBase& x = *c.in[0];
-  size_t e = static_cast<size_t>(typeBits(x.type()) / 8);
-  ONYX_CHECK(isComputeType(x.type()) && e > 0, op, ": element type ", x.type(), " is not supported");
-  if(offs.empty() || rowElems == 0) return;
-  Tensor d = c.scratch(Shape{static_cast<int64_t>(offs.size())}, Type::int64);
-  d->set(offs);
-  cuda::gatherAt(c.out.getDeviceId().no, c.out.raw(), x.raw(), d->data<int64_t>(), static_cast<int64_t>(offs.size()),
-                 rowElems, e);
-}
-
-// y = data (input 0), then update row i (s elements of input 2) combined into
-// y's row at element offset target[i], the updates of one target in
-// ascending i as the CPU applies them (red 0: the last one wins).
-void scatterOnGpu(KernelCtx& c, const std::vector<int64_t>& target, int64_t s, int red, const char* op) {
-  const TensorBase& x = *c.in[0];
-  ONYX_CHECK(isComputeType(x.type()) && typeBits(x.type()) >= 8, op, ": element type ", x.type(),
-             " is not supported");
-  const size_t dev = c.out.getDeviceId().no;
-  copyInput0(c);
-  const size_t m = target.size();
-  if(m == 0 || s == 0) return;
-  std::vector<int64_t> order(m);
-  std::iota(order.begin(), order.end(), int64_t(0));
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return target[size_t(a)] < target[size_t(b)]; });
-  // One array: the distinct targets [K], starts [K + 1], update rows [m].
-  std::vector<int64_t> targets, starts;
-  for(size_t k = 0; k < m; ++k)
-    if(k == 0 || target[size_t(order[k])] != target[size_t(order[k - 1])]) {
-      targets.push_back(target[size_t(order[k])]);
-      starts.push_back(static_cast<int64_t>(k));
-    }
-  starts.push_back(static_cast<int64_t>(m));
-  const int64_t K = static_cast<int64_t>(targets.size());
-  std::vector<int64_t> all(targets);
-  all.insert(all.end(), starts.begin(), starts.end());
-  all.insert(all.end(), order.begin(), order.end());
-  Tensor d = c.scratch(Shape{static_cast<int64_t>(all.size())}, Type::int64);
-  d->set(all);
-  const int64_t* p = d->data<int64_t>();
-  cuda::scatterAt(dev, x.type(), c.out.raw(), c.in[2]->raw(), p, p + K, p + 2 * K + 1, K, s, red);
-}
+namespace {
 
 // ---------------------------------------------------------------- scatter backward
 
@@ -317,6 +278,20 @@ std::vector<int64_t> ndOffsets(const TensorBase& data, const TensorBase& ix, con
   }
   return offs;
 }
+}  // namespace
+
+std::vector<int64_t> ops::ndOffsets(KernelCtx& c, const char* op, int64_t& slice) {
+  const TensorBase& x = *c.in[0];
+  Tensor ix = c.in[1]->hostCopy();
+  NdDims d = ndDims(x.shape(), ix->shape(), c.attrs.i("batch_dims"));
+  slice = d.slice;
+  std::vector<int64_t> offs;
+  dispatchIndex(ix->type(), op,
+                [&](auto itag) { offs = onyx::ndOffsets<typename decltype(itag)::type>(x, *ix, d, c.node); });
+  return offs;
+}
+
+namespace {
 
 // ---------------------------------------------------------------- arg extrema, top-k
 
@@ -373,15 +348,6 @@ void argKernel(KernelCtx& c) {
       }
     });
   });
-}
-
-template <bool Max>
-void argKernelGpu(KernelCtx& c) {
-  const TensorBase& x = *c.in[0];
-  const auto& xd = x.shape().dims();
-  int a = axisOf(c.attrs.i("axis"), x.shape().rank());
-  cuda::argExtreme(c.out.getDeviceId().no, x.type(), x.raw(), c.out.data<int64_t>(), prodDims(xd, 0, a), xd[a],
-                   prodDims(xd, a + 1, xd.size()), Max, c.attrs.i("select_last_index") != 0);
 }
 
 // ---------------------------------------------------------------- ONNX export
@@ -520,7 +486,6 @@ ONYX_OP(kGatherElements, "gather_elements")
       int a = axisOf(g.attrs.i("axis"), x->shape().rank());
       g.add(0, scatter_elements(g.graph.zeros(x->shape(), x->value_type()), a, g.x(1), g.dy, "add"));
     })
-    .gpu([](KernelCtx& c) { gatherOnGpu(c, elementOffsets(c, "gather_elements"), 1, "gather_elements"); })
     .onnx("GatherElements", 11)
     .exporter([](OnnxExportCtx& c) {
       requireBf16(c);
@@ -598,10 +563,6 @@ ONYX_OP(kScatterElements, "scatter_elements")
         });
       });
     })
-    .gpu([](KernelCtx& c) {
-      scatterOnGpu(c, elementOffsets(c, "scatter_elements"), 1, reductionCode(c.attrs.s("reduction")),
-                   "scatter_elements");
-    })
     .backward([](GradCtx& g) {
       int a = axisOf(g.attrs.i("axis"), g.x(0)->shape().rank());
       Expr idx = g.x(1);
@@ -660,17 +621,6 @@ ONYX_OP(kGatherNd, "gather_nd")
       Expr x = g.x(0);
       g.add(0, scatter_nd(g.graph.zeros(x->shape(), x->value_type()), g.x(1), g.dy, "add",
                           static_cast<int>(g.attrs.i("batch_dims"))));
-    })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      Tensor ix = c.in[1]->hostCopy();
-      NdDims d = ndDims(x.shape(), ix->shape(), c.attrs.i("batch_dims"));
-      std::vector<int64_t> offs;
-      dispatchIndex(ix->type(), "gather_nd", [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        offs = ndOffsets<I>(x, *ix, d, c.node);
-      });
-      gatherOnGpu(c, offs, d.slice, "gather_nd");
     })
     .onnx("GatherND", 11)
     // batch_dims is ONNX's from opset 12; at 11 the batch coordinates go into
@@ -742,17 +692,6 @@ ONYX_OP(kScatterNd, "scatter_nd")
           }
       });
     })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      Tensor ix = c.in[1]->hostCopy();
-      NdDims d = ndDims(x.shape(), ix->shape(), c.attrs.i("batch_dims"));
-      std::vector<int64_t> offs;
-      dispatchIndex(ix->type(), "scatter_nd", [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        offs = ndOffsets<I>(x, *ix, d, c.node);
-      });
-      scatterOnGpu(c, offs, d.slice, reductionCode(c.attrs.s("reduction")), "scatter_nd");
-    })
     .backward([](GradCtx& g) {
       int b = static_cast<int>(g.attrs.i("batch_dims"));
       Expr idx = g.x(1);
@@ -785,7 +724,6 @@ ONYX_OP(kArgMax, "argmax")
     .attr("select_last_index", int64_t(0))
     .infer(inferArg)
     .cpu(argKernel<true>)
-    .gpu(argKernelGpu<true>)
     .notDifferentiable("integer output (indices)")
     .onnx("ArgMax", 1)
     .exporter([](OnnxExportCtx& c) { emitArg(c, "ArgMax"); });
@@ -800,7 +738,6 @@ ONYX_OP(kArgMin, "argmin")
     .attr("select_last_index", int64_t(0))
     .infer(inferArg)
     .cpu(argKernel<false>)
-    .gpu(argKernelGpu<false>)
     .notDifferentiable("integer output (indices)")
     .onnx("ArgMin", 1)
     .exporter([](OnnxExportCtx& c) { emitArg(c, "ArgMin"); });
@@ -861,15 +798,6 @@ ONYX_OP(kCumSum, "cumsum")
           }
         });
       });
-    })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      const auto& xd = x.shape().dims();
-      int rank = x.shape().rank();
-      int a = rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank);
-      int64_t outer = prodDims(xd, 0, a), n = rank == 0 ? 1 : xd[a], inner = prodDims(xd, a + 1, xd.size());
-      cuda::cumulate(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), outer, n, inner,
-                     c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0, false);
     })
     // dx_j = sum of dy_i over the i whose sums include j: the same sum in the
     // other direction.
@@ -993,13 +921,6 @@ ONYX_OP(kTopKIndices, "topk_indices")
           }
         });
       });
-    })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      const auto& xd = x.shape().dims();
-      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
-      cuda::topkIndices(c.out.getDeviceId().no, x.type(), x.raw(), c.out.data<int64_t>(), prodDims(xd, 0, a), xd[a],
-                        prodDims(xd, a + 1, xd.size()), c.attrs.i("k"), c.attrs.i("largest") != 0);
     })
     .notDifferentiable("integer output (indices); topk's values get gradients through gather_elements")
     .noOnnx("ONNX TopK imports as topk_indices plus gather_elements for the values")

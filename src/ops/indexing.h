@@ -15,6 +15,8 @@
 
 namespace onyx {
 
+struct KernelCtx;
+
 // ONNX GatherElements: y has the indices' shape and
 // y[i0.., j, ..] = x[i0.., indices[i0.., j, ..], ..] on `axis` (indices have
 // x's rank; their other dims may be smaller than x's).
@@ -85,5 +87,21 @@ UniqueResult unique(Expr x, bool sorted = true);
 UniqueResult unique(Expr x, int axis, bool sorted = true);
 // The same from x's data, given (for importers that read it with value()).
 UniqueResult unique(Expr x, const Tensor& data, bool hasAxis, int axis, bool sorted);
+
+// ---- For kernels: host-side helpers of indexing.cpp that the GPU kernels
+// (backend/cuda/ops_indexing.cpp) share. Indices are read on a host copy
+// and checked there (a kernel cannot report a bad one); op names the op in
+// errors.
+namespace ops {
+// gather_elements / scatter_elements (axis attribute, input 0 the data,
+// input 1 the indices): the element offset of input 0 each index addresses.
+std::vector<int64_t> elementOffsets(KernelCtx& c, const char* op);
+// gather_nd / scatter_nd (batch_dims attribute, the same inputs): the
+// element offset in input 0 of the slice each index tuple addresses, and
+// the elements per slice.
+std::vector<int64_t> ndOffsets(KernelCtx& c, const char* op, int64_t& slice);
+// A scatter's reduction attribute as host::combine's code (0: none).
+int reductionCode(const std::string& reduction);
+}  // namespace ops
 
 }  // namespace onyx

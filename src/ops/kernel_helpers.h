@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include <onyx/backend/cpu/element.h>
-#ifdef __CUDACC__
-#include <onyx/backend/cuda/element.cuh>
+#if defined(ONYX_GPU_PLUGIN) && !defined(__CUDACC__)
+#error "ONYX_GPU_PLUGIN is defined for the CUDA plugin's nvcc compile of a functor family only"
 #endif
-#include <onyx/backend/cuda/kernels.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/op_def.h>
@@ -16,12 +16,16 @@ namespace onyx {
 namespace ops {
 
 // Element-wise kernels from a functor, for every device this file is compiled
-// for: `.kernel(ops::unaryNumeric(sin(_2)))` registers the CPU kernel and,
-// when nvcc compiles the family file (ONYX_CUDA; the list is in
-// CMakeLists.txt), the GPU kernel of the same functor. The inline namespace
-// keeps the two builds of these templates apart (no ODR clash between
-// family files compiled by g++ and by nvcc).
-#ifdef __CUDACC__
+// for: `.kernel(ops::unaryNumeric(sin(_2)))` registers the CPU kernel in
+// libonyx (g++) and, where the CUDA plugin is built, the GPU kernel of the
+// same functor: nvcc compiles the family file a second time into the plugin
+// (ONYX_GPU_PLUGIN; the list of these families is ONYX_FUNCTOR_FAMILIES in
+// CMakeLists.txt), which grafts it onto the op when it loads. That compile's
+// generated wrapper includes the device templates (backend/cuda/element.cuh,
+// reduce.cuh) before the family file: src/ops includes nothing of the
+// plugin's. The inline namespace keeps the two builds of these templates
+// apart (no ODR clash).
+#ifdef ONYX_GPU_PLUGIN
 inline namespace with_cuda {
 #else
 inline namespace host_only {
@@ -31,7 +35,7 @@ struct OnHost {
   template <class TOut, class... TIn, class F, class... Ts>
   static void run(F f, TensorBase& out, const Ts&... ins) { host::elementwise<TOut, TIn...>(f, out, ins...); }
 };
-#ifdef __CUDACC__
+#ifdef ONYX_GPU_PLUGIN
 struct OnGpu {
   template <class TOut, class... TIn, class F, class... Ts>
   static void run(F f, TensorBase& out, const Ts&... ins) { cuda::elementwise<TOut, TIn...>(f, out, ins...); }
@@ -74,7 +78,7 @@ KernelFn elementwiseOn(Make make) {
 }
 template <class Types, size_t N, class Make>
 Kernels elementwiseKernels(Make make) {
-#ifdef __CUDACC__
+#ifdef ONYX_GPU_PLUGIN
   return {elementwiseOn<OnHost, Types, N>(make), elementwiseOn<OnGpu, Types, N>(make)};
 #else
   return {elementwiseOn<OnHost, Types, N>(make), KernelFn()};
@@ -93,40 +97,24 @@ template <class F> Kernels compare(F f) { return elementwiseKernels<AnyToBool, 2
 template <class F> Kernels logicalUnary(F f) { return elementwiseKernels<BoolOnly, 1>(fixed(f)); }
 template <class F> Kernels logicalBinary(F f) { return elementwiseKernels<BoolOnly, 2>(fixed(f)); }
 // Kernels written once for both devices: body(on, c) runs element-wise
-// work through `on` (OnHost, or OnGpu in the nvcc build), as
+// work through `on` (OnHost, or OnGpu in the CUDA plugin's nvcc build), as
 // `decltype(on)::template run<TOut, TIn...>(f, c.out, ins...)`. For kernels
 // that pick their functor or types at run time (where, clip, gelu).
 template <class Body>
 Kernels onDevices(Body body) {
   KernelFn cpu = [body](KernelCtx& c) { body(OnHost(), c); };
-#ifdef __CUDACC__
+#ifdef ONYX_GPU_PLUGIN
   return {cpu, [body](KernelCtx& c) { body(OnGpu(), c); }};
 #else
   return {cpu, KernelFn()};
 #endif
 }
 
-// The CPU kernel, and for the GPU the same kernel run on host copies of the
-// inputs, its result copied to the device (OpDef::gpuOnHost). Random ops use
-// it by design (drawOnHost); for others it is the interim GPU form, at the
-// cost of the copies (the list is tests/ops/harness.cpp's gpuOnHostOps()).
-inline Kernels onHostCopies(KernelFn cpu) {
-  KernelFn gpu = [cpu](KernelCtx& c) {
-    std::vector<Tensor> ins;
-    for(TensorBase* t : c.in) ins.push_back(t->hostCopy());
-    Tensor out = TensorBase::create(c.out.shape(), c.out.type());
-    KernelCtx h{c.node, *out, {}, c.attrs, c.rng, c.graph};
-    for(const Tensor& t : ins) h.in.push_back(t.get());
-    cpu(h);
-    c.out.copyFrom(*out);
-  };
-  return {cpu, gpu, true};
-}
-
-// The kernels of a random op: a seeded draw gives the same values on every
-// device (as param initializers do), which is what the random ops promise;
-// the cost is a copy of the output.
-inline Kernels drawOnHost(KernelFn cpu) { return onHostCopies(std::move(cpu)); }
+// Why a random op's GPU kernel draws on the host (OpDef::gpuOnHost): the
+// random ops promise that a seed gives the same values on every device (as
+// param initializers do), at the cost of a copy of the output.
+constexpr const char* kDrawOnHost =
+    "random draws are made on the host so that a seed gives the same values on every device";
 
 // y = f(x) on float types with f made from the node's attributes at run
 // time: make(attrs) returns the functor (e.g. `_2 * alpha + beta`).
@@ -146,7 +134,7 @@ inline void inferFloatUnary(InferCtx& c) {
 inline void copyInput0(KernelCtx& c) {
   if(c.out.bytes() == 0) return;
   if(c.out.onHost()) std::memcpy(c.out.raw(), c.in[0]->raw(), c.out.bytes());
-  else cuda::copyBytes(c.out.getDeviceId().no, c.out.raw(), c.in[0]->raw(), c.out.bytes());
+  else gpuBackend().copyBytes(c.out.getDeviceId().no, c.out.raw(), c.in[0]->raw(), c.out.bytes());
 }
 
 // Scalar operand as a rank-0 constant of x's type.

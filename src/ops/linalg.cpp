@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <onyx/backend/cpu/gemm.h>
-#include <onyx/backend/cuda/kernels.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
@@ -98,12 +98,12 @@ void inferMatmulInto(InferCtx& c, MatmulDims& d) {
   c.shape = d.out;
 }
 
-// GEMM of element type t on `dev`: host::gemm (OpenBLAS) or cuda::gemm
-// (cuBLAS).
+// GEMM of element type t on `dev`: host::gemm (OpenBLAS) or the GPU
+// backend's (cuBLAS).
 void gemmOn(DeviceId dev, Type t, bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
             const void* A, int64_t lda, const void* B, int64_t ldb, double beta, void* C, int64_t ldc) {
   if(dev.type == DeviceType::gpu)
-    return cuda::gemm(dev.no, t, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return gpuBackend().gemm(dev.no, t, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   dispatchNumeric(t, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     host::gemm(transA, transB, M, N, K, alpha, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, beta,
@@ -115,8 +115,8 @@ void gemmBatchedOn(DeviceId dev, Type t, bool transA, bool transB, int64_t batch
                    double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
                    const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets) {
   if(dev.type == DeviceType::gpu)
-    return cuda::gemmBatched(dev.no, t, transA, transB, batch, M, N, K, alpha, A, lda, aOffsets, B, ldb, bOffsets,
-                             beta, C, ldc, cOffsets);
+    return gpuBackend().gemmBatched(dev.no, t, transA, transB, batch, M, N, K, alpha, A, lda, aOffsets, B, ldb,
+                                    bOffsets, beta, C, ldc, cOffsets);
   dispatchNumeric(t, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     host::gemmBatched(transA, transB, batch, M, N, K, alpha, static_cast<const T*>(A), lda, aOffsets,
@@ -436,7 +436,7 @@ ONYX_OP(kAffine, "affine")
       MatmulDims d = dimsOf(c.in[0]->shape(), c.in[1]->shape(), c.attrs);
       // Bias first, then the product accumulated on top (beta = 1).
       if(!c.out.onHost()) {
-        cuda::assign(c.out, *c.in[2]);
+        gpuBackend().assign(c.out, *c.in[2]);
       } else {
         dispatchNumeric(c.out.type(), "affine", [&](auto tag) {
           using T = typename decltype(tag)::type;
@@ -558,12 +558,13 @@ ONYX_OP(kInverse, "inverse")
       inferSquare(c);
       infer::sameAsInput0(c);
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       eachMatrix(c, [&](int64_t m, std::vector<double> a, int64_t n) {
         std::vector<double> inv = inverseOf(std::move(a), n);
         for(int64_t i = 0; i < n * n; ++i) c.out.setFromDouble(m * n * n + i, inv[static_cast<size_t>(i)]);
       });
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for a batched GPU LU (cuSOLVER getrfBatched)")
     // dY = -Y^T . dy . Y^T
     .backward([](GradCtx& g) {
       Expr y = g.y();
@@ -591,9 +592,10 @@ ONYX_OP(kDet, "det")
       c.shape = Shape(d);
       c.type = c.typeOf(0);
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       eachMatrix(c, [&](int64_t m, std::vector<double> a, int64_t n) { c.out.setFromDouble(m, detOf(std::move(a), n)); });
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for a batched GPU LU (cuSOLVER getrfBatched)")
     // d det / dx = det * x^-T (Jacobi's formula); needs an invertible x.
     .backward([](GradCtx& g) {
       Shape::Dims d = g.y()->shape().dims();

@@ -10,7 +10,6 @@
 #include <limits>
 #include <numeric>
 
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -95,18 +94,14 @@ void inferSoftmax(InferCtx& c) {
   infer::sameAsInput0(c);
 }
 
-// The CPU kernel here; the GPU's is cuda::softmax (backend/cuda/nn.cu).
-Kernels softmaxKernels(bool logOut) {
-  KernelFn cpu = [logOut](KernelCtx& c) {
+// The CPU kernel here; the GPU's is in the CUDA plugin (backend/cuda/ops_nn.cpp).
+KernelFn softmaxKernel(bool logOut) {
+  return [logOut](KernelCtx& c) {
     int axis = normAxis(c.in[0]->shape(), c.attrs.i("axis"));
     dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
       softmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis, logOut);
     });
   };
-  KernelFn gpu = [logOut](KernelCtx& c) {
-    cuda::softmax(*c.in[0], c.out, normAxis(c.in[0]->shape(), c.attrs.i("axis")), logOut);
-  };
-  return {cpu, gpu};
 }
 
 // ---- export helpers
@@ -166,7 +161,7 @@ ONYX_OP(kSoftmax, "softmax")
     .inputs(1)
     .attr("axis", int64_t(-1))
     .infer(inferSoftmax)
-    .kernel(softmaxKernels(false))
+    .cpu(softmaxKernel(false))
     // dx = y * (dy - sum(dy * y, axis))
     .backward([](GradCtx& g) {
       int axis = static_cast<int>(g.attrs.i("axis"));
@@ -186,7 +181,7 @@ ONYX_OP(kLogSoftmax, "log_softmax")
     .inputs(1)
     .attr("axis", int64_t(-1))
     .infer(inferSoftmax)
-    .kernel(softmaxKernels(true))
+    .cpu(softmaxKernel(true))
     // dx = dy - softmax(x) * sum(dy, axis), with softmax(x) = exp(y)
     .backward([](GradCtx& g) {
       int axis = static_cast<int>(g.attrs.i("axis"));
@@ -260,11 +255,6 @@ ONYX_OP(kHardmax, "hardmax")
         hardmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis);
       });
     })
-    .gpu([](KernelCtx& c) {
-      AxisLines lines(c.in[0]->shape(), normAxis(c.in[0]->shape(), c.attrs.i("axis")));
-      cuda::hardmax(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), lines.outer, lines.n,
-                    lines.inner);
-    })
     .notDifferentiable("piecewise constant: the gradient is zero almost everywhere")
     .onnx("Hardmax", 13)
     .onnxExport(1, [](OnnxExportCtx& c) { exportCoerced2d(c, "Hardmax"); }, 12);
@@ -311,10 +301,15 @@ std::vector<C> expandToBlock(const TensorBase& p, const Shape::Dims& block, int6
   return out;
 }
 
-// The epsilon layer_norm uses: its attribute rounded to float32, the type of
-// ONNX's epsilon attribute, so that an exported and re-imported layer_norm
-// computes the same bits.
-double layerNormEps(const Attrs& a) { return static_cast<double>(static_cast<float>(a.f("epsilon"))); }
+}  // namespace
+
+// Rounded to float32, the type of ONNX's epsilon attribute, so that an
+// exported and re-imported layer_norm computes the same bits.
+double ops::layerNormEps(const Attrs& a) { return static_cast<double>(static_cast<float>(a.f("epsilon"))); }
+
+namespace {
+
+using ops::layerNormEps;
 
 template <class T>
 void layerNormRows(KernelCtx& c) {
@@ -384,10 +379,6 @@ ONYX_OP(kLayerNorm, "layer_norm")
     })
     .cpu([](KernelCtx& c) {
       dispatchFloat(c.out.type(), "layer_norm", [&](auto tag) { layerNormRows<typename decltype(tag)::type>(c); });
-    })
-    .gpu([](KernelCtx& c) {
-      cuda::layerNorm(*c.in[0], *c.in[1], *c.in[2], c.out, normAxis(c.in[0]->shape(), c.attrs.i("axis")),
-                      layerNormEps(c.attrs));
     })
     // With xhat = (x - mean) * rstd over the normalised dims (N elements):
     //   dbeta = dy, dgamma = dy * xhat (GradCtx::add sums the broadcast dims),
@@ -491,6 +482,17 @@ void checkLabels(const L* labels, const Shape& shape, int64_t classes) {
            ") is out of range for ", classes, " classes; labels must be in [0, ", classes, ")");
   }
 }
+
+}  // namespace
+
+void ops::checkLabels(const TensorBase& labels, int64_t classes) {
+  ONYX_ASSERT(labels.onHost(), "label check of a device tensor");
+  dispatchIndex(labels.type(), "cross_entropy labels", [&](auto tag) {
+    onyx::checkLabels(labels.data<typename decltype(tag)::type>(), labels.shape(), classes);
+  });
+}
+
+namespace {
 
 template <class T, class L>
 void crossEntropyRows(KernelCtx& c) {
@@ -626,16 +628,6 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
         });
       });
     })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& logits = *c.in[0];
-      const int axis = normAxis(logits.shape(), c.attrs.i("axis"));
-      // Labels are checked on the host (a copy): a kernel cannot report a bad one.
-      Tensor labels = c.in[1]->hostCopy();
-      dispatchIndex(labels->type(), "cross_entropy labels", [&](auto ltag) {
-        checkLabels(labels->data<typename decltype(ltag)::type>(), labels->shape(), logits.shape().dims()[axis]);
-      });
-      cuda::crossEntropy(logits, *c.in[1], c.out, axis);
-    })
     // dlogits = (softmax(logits) - onehot(labels)) * dy with a unit class axis inserted;
     // labels are not differentiable.
     .backward([](GradCtx& g) {
@@ -725,7 +717,7 @@ ONYX_OP(kDropoutMask, "dropout_mask")
       c.shape = Shape(Shape::Dims(s.begin(), s.end()));
       c.type = to;
     })
-    .kernel(ops::drawOnHost([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       const double p = c.attrs.f("p");
       dispatchFloat(c.out.type(), "dropout_mask", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -739,7 +731,8 @@ ONYX_OP(kDropoutMask, "dropout_mask")
           host::store(y, i, u >= p ? scale : C(0));
         }
       });
-    }))
+    })
+    .gpuOnHost(ops::kDrawOnHost)
     .notDifferentiable("a random mask with no inputs; dropout's gradient flows through the mul by the mask")
     // No ONNX op is a bare mask, but Dropout in training mode (opset 12+) on
     // ones outputs exactly 1 / (1 - ratio) where kept and 0 elsewhere: the

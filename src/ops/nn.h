@@ -40,4 +40,14 @@ Expr dropout(Expr x, float p, bool training = true);
 // checkpointing, so the backward pass sees the mask the forward pass used.
 Expr dropout_mask(ExpressionGraph* graph, const Shape& shape, float p, Type type);
 
+// ---- For kernels: host-side helpers of nn.cpp that the GPU kernels
+// (backend/cuda/ops_nn.cpp) share.
+namespace ops {
+// The epsilon layer_norm computes with (its attribute, as ONNX stores it).
+double layerNormEps(const Attrs& a);
+// An onyx::Error naming the first label of `labels` (int32 or int64, on the
+// host) outside [0, classes); kernels cannot report one.
+void checkLabels(const TensorBase& labels, int64_t classes);
+}  // namespace ops
+
 }  // namespace onyx

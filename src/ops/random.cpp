@@ -152,10 +152,11 @@ ONYX_OP(kRandomUniform, "random_uniform")
     .attr("seed", 0.0)
     .stochastic()
     .infer(inferGenerator)
-    .kernel(ops::drawOnHost([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       const double lo = c.attrs.f("low"), hi = c.attrs.f("high");
       fillRandom(c, [&](NodeRng& r) { return lo + (hi - lo) * r.uniform(); });
-    }))
+    })
+    .gpuOnHost(ops::kDrawOnHost)
     .notDifferentiable("random values with no inputs")
     .noOnnx("imported from RandomUniform/RandomUniformLike by composite rules that read the shape and dtype; "
             "exported as RandomUniform")
@@ -178,10 +179,11 @@ ONYX_OP(kRandomNormal, "random_normal")
     .attr("seed", 0.0)
     .stochastic()
     .infer(inferGenerator)
-    .kernel(ops::drawOnHost([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       const double mean = c.attrs.f("mean"), scale = c.attrs.f("scale");
       fillRandom(c, [&](NodeRng& r) { return mean + scale * r.normal(); });
-    }))
+    })
+    .gpuOnHost(ops::kDrawOnHost)
     .notDifferentiable("random values with no inputs")
     .noOnnx("imported from RandomNormal/RandomNormalLike by composite rules that read the shape and dtype; "
             "exported as RandomNormal")
@@ -218,7 +220,7 @@ ONYX_OP(kMultinomial, "multinomial")
       c.shape = Shape{s[0], n};
       c.type = to;
     })
-    .kernel(ops::drawOnHost([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       NodeRng rng(c);
       const int64_t B = c.in[0]->shape()[0], K = c.in[0]->shape()[1], S = c.attrs.i("sample_size");
       std::vector<double> cdf(static_cast<size_t>(K));
@@ -238,7 +240,8 @@ ONYX_OP(kMultinomial, "multinomial")
           c.out.setFromDouble(b * S + s, static_cast<double>(k));
         }
       }
-    }))
+    })
+    .gpuOnHost(ops::kDrawOnHost)
     .notDifferentiable("sampled class indices")
     .noOnnx("imported from Multinomial by a composite rule that reads sample_size, dtype and seed; exported as "
             "Multinomial")

@@ -14,9 +14,6 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
-#ifdef __CUDACC__
-#include <onyx/backend/cuda/reduce.cuh>
-#endif
 #include <onyx/ops/shape.h>
 
 namespace onyx {
@@ -136,7 +133,7 @@ struct L2Reducer {
   ONYX_HD double finish(double a, int64_t) const { return ::sqrt(a); }
 };
 
-// Where a reduction runs: on the CPU, or (in the nvcc build) on the GPU.
+// Where a reduction runs: on the CPU, or (in the CUDA plugin's nvcc build) on the GPU.
 // out is the node's output viewed at x's rank.
 struct ReduceOnHost {
   template <class T, class R>
@@ -146,7 +143,9 @@ struct ReduceOnHost {
                              [r](Acc a, int64_t n) { return r.finish(a, n); });
   }
 };
-#ifdef __CUDACC__
+#ifdef ONYX_GPU_PLUGIN
+// cuda::reduceInto: backend/cuda/reduce.cuh, included by the plugin's
+// generated wrapper of this file (ops/kernel_helpers.h).
 struct ReduceOnGpu {
   template <class T, class R>
   static void run(const TensorBase& x, TensorBase& out, R r) { cuda::reduceInto<T>(x, out, r); }
@@ -163,7 +162,7 @@ Kernels reduceKernels(Body body) {
       body(where, *c.in[0], *out);
     };
   };
-#ifdef __CUDACC__
+#ifdef ONYX_GPU_PLUGIN
   return {on(ReduceOnHost()), on(ReduceOnGpu())};
 #else
   return {on(ReduceOnHost()), KernelFn()};

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -83,14 +82,7 @@ Config configOf(const Attrs& at, const Shape& in, const Shape& out) {
   return c;
 }
 
-// Taps of one axis: output j reads idx[j*n + t] with weight w[j*n + t].
-struct AxisTaps {
-  int64_t in = 0, out = 0, n = 0;
-  bool identity = false;
-  std::vector<int64_t> idx;
-  std::vector<double> w;
-  std::vector<char> extrap;  // tf_crop_and_resize: output j is extrapolation_value
-};
+using AxisTaps = ops::ResizeTaps;  // resize.h
 
 double cubicWeight(double t, double A) {
   t = std::fabs(t);
@@ -235,15 +227,26 @@ std::vector<double> applyAxisAdjoint(const std::vector<double>& src, const std::
   return dst;
 }
 
+}  // namespace
+
+std::vector<ops::ResizeTaps> ops::resizeTaps(const Attrs& at, const Shape& inShape, const Shape& outShape) {
+  Config c = configOf(at, inShape, outShape);
+  const int r = inShape.rank();
+  std::vector<AxisTaps> taps;
+  for(int a = 0; a < r; ++a)
+    taps.push_back(axisTaps(c, inShape[a], outShape[a], c.scales[size_t(a)], c.roi[size_t(a)], c.roi[size_t(a + r)]));
+  return taps;
+}
+
+namespace {
+
 // Forward (in -> out) or adjoint (out -> in) of the resize from `inShape` to `outShape`.
 template <class T>
 void resizeRun(const TensorBase& src, TensorBase& dst, const Attrs& at, const Shape& inShape, const Shape& outShape,
                bool adjoint) {
   Config c = configOf(at, inShape, outShape);
   const int r = inShape.rank();
-  std::vector<AxisTaps> taps;
-  for(int a = 0; a < r; ++a)
-    taps.push_back(axisTaps(c, inShape[a], outShape[a], c.scales[size_t(a)], c.roi[size_t(a)], c.roi[size_t(a + r)]));
+  std::vector<AxisTaps> taps = ops::resizeTaps(at, inShape, outShape);
   std::vector<double> cur(size_t(src.size()));
   const T* sp = src.data<T>();
   for(int64_t i = 0; i < src.size(); ++i) cur[size_t(i)] = double(host::load(sp, i));
@@ -267,81 +270,6 @@ void resizeRun(const TensorBase& src, TensorBase& dst, const Attrs& at, const Sh
     if constexpr(std::is_integral<T>::value) dp[i] = castFromDouble<T>(std::nearbyint(v));
     else host::store(dp, i, v);
   }
-}
-
-// The GPU form of resizeRun: the same taps, computed here on the host and
-// uploaded, each axis one pass over double buffers in the graph's workspace
-// (backend/cuda/resize.cu); the adjoint's passes gather through per-input
-// lists of (output, tap) pairs in the CPU's order of additions.
-void resizeRunGpu(KernelCtx& kc, const TensorBase& src, TensorBase& dst, const Shape& inShape, const Shape& outShape,
-                  bool adjoint) {
-  Config c = configOf(kc.attrs, inShape, outShape);
-  const int r = inShape.rank();
-  std::vector<AxisTaps> taps;
-  for(int a = 0; a < r; ++a)
-    taps.push_back(axisTaps(c, inShape[a], outShape[a], c.scales[size_t(a)], c.roi[size_t(a)], c.roi[size_t(a + r)]));
-  if(dst.size() == 0) return;
-  const size_t dev = dst.getDeviceId().no;
-  std::vector<int64_t> dims = adjoint ? outShape.vec() : inShape.vec();
-  auto count = [](const std::vector<int64_t>& d, size_t b, size_t e) {
-    int64_t n = 1;
-    for(size_t i = b; i < e; ++i) n *= d[i];
-    return n;
-  };
-  int64_t most = std::max<int64_t>(1, src.size());
-  {
-    std::vector<int64_t> d = dims;
-    for(int k = 0; k < r; ++k) {
-      int a = adjoint ? r - 1 - k : k;
-      d[size_t(a)] = adjoint ? taps[size_t(a)].in : taps[size_t(a)].out;
-      most = std::max(most, count(d, 0, d.size()));
-    }
-  }
-  Tensor buf[2] = {kc.scratch(Shape{most}, Type::float64), kc.scratch(Shape{most}, Type::float64)};
-  std::vector<Tensor> uploads;  // the taps, alive until the passes are queued
-  auto upload = [&](auto values, Type t) {
-    Tensor u = kc.scratch(Shape{std::max<int64_t>(1, int64_t(values.size()))}, t);
-    if(!values.empty()) u->set(values);
-    uploads.push_back(u);
-    return u;
-  };
-  int cur = 0;
-  cuda::toDouble(dev, src.type(), src.raw(), buf[0]->data<double>(), src.size());
-  for(int k = 0; k < r; ++k) {
-    int a = adjoint ? r - 1 - k : k;
-    const AxisTaps& t = taps[size_t(a)];
-    if(t.identity) continue;
-    const int64_t outer = count(dims, 0, size_t(a)), inner = count(dims, size_t(a) + 1, dims.size());
-    const double* from = buf[cur]->data<double>();
-    double* to = buf[1 - cur]->data<double>();
-    Tensor w = upload(t.w, Type::float64);
-    if(!adjoint) {
-      std::vector<uint8_t> ext(t.extrap.begin(), t.extrap.end());
-      Tensor idx = upload(t.idx, Type::int64), ex = upload(ext, Type::uint8);
-      cuda::resizeAxis(dev, from, to, outer, t.in, t.out, inner, idx->data<int64_t>(), w->data<double>(),
-                       ex->data<uint8_t>(), t.n, c.ev);
-      dims[size_t(a)] = t.out;
-    } else {
-      // Per input index p, the (j, k) that add into it, ascending: the CPU's
-      // loop order (j, then k) for each destination.
-      std::vector<int64_t> starts(size_t(t.in + 1), 0), lists;
-      for(int64_t j = 0; j < t.out; ++j)
-        for(int64_t q = 0; q < t.n && !t.extrap[size_t(j)]; ++q)
-          if(t.w[size_t(j * t.n + q)] != 0) ++starts[size_t(t.idx[size_t(j * t.n + q)] + 1)];
-      for(int64_t p = 0; p < t.in; ++p) starts[size_t(p + 1)] += starts[size_t(p)];
-      lists.resize(size_t(starts.back()));
-      std::vector<int64_t> next(starts.begin(), starts.end() - 1);
-      for(int64_t j = 0; j < t.out; ++j)
-        for(int64_t q = 0; q < t.n && !t.extrap[size_t(j)]; ++q)
-          if(t.w[size_t(j * t.n + q)] != 0) lists[size_t(next[size_t(t.idx[size_t(j * t.n + q)])]++)] = j * t.n + q;
-      Tensor st = upload(starts, Type::int64), ls = upload(lists, Type::int64);
-      cuda::resizeAxisAdjoint(dev, from, to, outer, t.in, t.out, inner, w->data<double>(), st->data<int64_t>(),
-                              ls->data<int64_t>(), t.n);
-      dims[size_t(a)] = t.in;
-    }
-    cur = 1 - cur;
-  }
-  cuda::fromDouble(dev, dst.type(), buf[cur]->data<double>(), dst.raw(), dst.size());
 }
 
 const char* kAttrNames[] = {"sizes", "scales", "roi", "mode", "coordinate_transformation_mode", "nearest_mode",
@@ -674,7 +602,6 @@ ONYX_OP(kResize, "resize")
         resizeRun<typename decltype(tag)::type>(*c.in[0], c.out, c.attrs, c.in[0]->shape(), c.out.shape(), false);
       });
     })
-    .gpu([](KernelCtx& c) { resizeRunGpu(c, *c.in[0], c.out, c.in[0]->shape(), c.out.shape(), false); })
     // Linear in x: the gradient is the adjoint map.
     .backward([](GradCtx& g) {
       AttrList l = resizeAttrs(g.attrs);
@@ -795,10 +722,6 @@ Expr resize_by(Expr x, const std::vector<double>& scales, const ResizeOptions& o
       dispatchFloat(c.out.type(), "resize_grad", [&](auto tag) {
         resizeRun<typename decltype(tag)::type>(*c.in[0], c.out, c.attrs, xs, c.in[0]->shape(), true);
       });
-    })
-    .gpu([](KernelCtx& c) {
-      const IntList& is = c.attrs.ints("input_shape");
-      resizeRunGpu(c, *c.in[0], c.out, Shape(Shape::Dims(is.begin(), is.end())), c.in[0]->shape(), true);
     })
     // Linear in dy: the adjoint of the adjoint is resize without the
     // extrapolation constant.

@@ -32,4 +32,21 @@ Expr resize_by(Expr x, const std::vector<double>& scales, const ResizeOptions& o
 // Adjoint of resize (its gradient): dy of the resized shape back onto `inputShape`.
 Expr resize_grad(Expr dy, const Shape& inputShape, const ResizeOptions& o = {}, const std::vector<double>& scales = {});
 
+// ---- For kernels: host-side helpers of resize.cpp that the GPU kernels
+// (backend/cuda/ops_resize.cpp) share.
+namespace ops {
+// The taps of one axis: output j reads input idx[j*n + t] with weight
+// w[j*n + t] (t < n); identity: the axis is copied as it is.
+struct ResizeTaps {
+  int64_t in = 0, out = 0, n = 0;
+  bool identity = false;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<char> extrap;  // tf_crop_and_resize: output j is extrapolation_value
+};
+// Each axis's taps for the resize from inShape to outShape with a resize
+// node's attributes (resize and resize_grad's).
+std::vector<ResizeTaps> resizeTaps(const Attrs& a, const Shape& inShape, const Shape& outShape);
+}  // namespace ops
+
 }  // namespace onyx

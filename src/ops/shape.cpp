@@ -11,7 +11,7 @@
 #include <limits>
 
 #include <onyx/backend/cpu/strided.h>
-#include <onyx/backend/cuda/kernels.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -20,26 +20,27 @@ namespace onyx {
 
 using namespace functional;
 
-namespace {
-
-// The element movers below (and ops::copyInput0) work on the tensors' own
-// device, so kernels made only of them register for every device
-// (OpDef::anyDevice).
-
-// Bytes per element for the byte-moving kernels (packed 4-bit types and
-// strings have no whole-byte element to move).
-size_t elementBytes(Type t, const char* op) {
+// Shared with the GPU kernels (shape.h).
+size_t ops::elementBytes(Type t, const char* op) {
   int bits = typeBits(t);
   ONYX_CHECK(bits > 0 && bits % 8 == 0, op, ": element type ", t,
              " is not supported (this op needs a type with whole bytes per element)");
   return static_cast<size_t>(bits / 8);
 }
 
+namespace {
+
+using ops::elementBytes;
+
+// The element movers below (and ops::copyInput0) work on the tensors' own
+// device, so kernels made only of them register for every device
+// (OpDef::anyDevice).
+
 void zeroFill(TensorBase& t) {
   if(t.bytes() == 0) return;
   // All-zero bytes are 0 / 0.0 / false in every type.
   if(t.onHost()) std::memset(t.raw(), 0, t.bytes());
-  else cuda::fillZero(t.getDeviceId().no, t.raw(), t.bytes());
+  else gpuBackend().fillZero(t.getDeviceId().no, t.raw(), t.bytes());
 }
 
 template <size_t E>
@@ -145,17 +146,22 @@ void copyStridedHost(void* dstv, const int64_t* ds, const void* srcv, const int6
 void copyStrided(DeviceId dev, void* dst, const int64_t* ds, const void* src, const int64_t* ss, const int64_t* dims,
                  int rank, size_t esize) {
   if(dev.type == DeviceType::cpu) copyStridedHost(dst, ds, src, ss, dims, rank, esize);
-  else cuda::copyStrided(dev.no, dst, ds, src, ss, dims, rank, esize);
+  else gpuBackend().copyStrided(dev.no, dst, ds, src, ss, dims, rank, esize);
 }
 
 Shape::Dims denseStrides(const Shape::Dims& dims) { return Shape(dims).strides(); }
 
-// Normalises an axis in [-rank, rank) or throws naming the op's argument.
-int normAxis(int64_t axis, int rank, const char* what) {
+}  // namespace
+
+int ops::normAxis(int64_t axis, int rank, const char* what) {
   ONYX_CHECK(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank,
              "..", rank - 1, ")");
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
+
+namespace {
+
+using ops::normAxis;
 
 // Tries f() and turns an onyx::Error into an inference failure (which adds the
 // op and input shapes to the message).
@@ -250,10 +256,10 @@ std::vector<std::pair<std::string, AttrValue>> sliceAttrs(const Attrs& at) {
 
 bool isPadMode(const std::string& m) { return m == "constant" || m == "reflect" || m == "edge" || m == "wrap"; }
 
-// For each output position along one axis, the input position it reads
-// (-1: the constant). Negative pads crop first; the other modes then extend
-// the cropped range.
-std::vector<int64_t> padMap(int64_t n, int64_t begin, int64_t end, const std::string& mode) {
+}  // namespace
+
+// Negative pads crop first; the other modes then extend the cropped range.
+std::vector<int64_t> ops::padMap(int64_t n, int64_t begin, int64_t end, const std::string& mode) {
   int64_t lo = std::max<int64_t>(0, -begin), hi = n - std::max<int64_t>(0, -end);
   int64_t m = hi - lo, pb = std::max<int64_t>(0, begin), pe = std::max<int64_t>(0, end);
   std::vector<int64_t> map(static_cast<size_t>(std::max<int64_t>(0, pb + m + pe)));
@@ -281,6 +287,10 @@ std::vector<int64_t> padMap(int64_t n, int64_t begin, int64_t end, const std::st
   return map;
 }
 
+namespace {
+
+using ops::padMap;
+
 // ---------------------------------------------------------------- gather
 
 // Index i as a position in [0, n), or an error naming it.
@@ -295,11 +305,24 @@ void checkIndices(const I* idx, int64_t m, int64_t n, int axis, const Node& node
   }
 }
 
-int64_t prodDims(const Shape::Dims& d, size_t from, size_t to) {
+}  // namespace
+
+int64_t ops::prodDims(const Shape::Dims& d, size_t from, size_t to) {
   int64_t p = 1;
   for(size_t i = from; i < to; ++i) p *= d[i];
   return p;
 }
+
+void ops::checkIndices(const TensorBase& idx, int64_t n, int axis, const Node& node) {
+  ONYX_ASSERT(idx.onHost(), "index check of a device tensor");
+  dispatchIndex(idx.type(), node.type().c_str(), [&](auto tag) {
+    onyx::checkIndices(idx.data<typename decltype(tag)::type>(), idx.size(), n, axis, node);
+  });
+}
+
+namespace {
+
+using ops::prodDims;
 
 // ---------------------------------------------------------------- ONNX export
 
@@ -489,7 +512,7 @@ ONYX_OP(kExpand, "expand")
       c.type = c.typeOf(0);
     })
     .anyDevice([](KernelCtx& c) {
-      if(!c.out.onHost()) return cuda::assign(c.out, *c.in[0]);
+      if(!c.out.onHost()) return gpuBackend().assign(c.out, *c.in[0]);
       dispatchAll(c.out.type(), "expand", [&](auto tag) {
         using T = typename decltype(tag)::type;
         host::elementwise<T, T>(_2, c.out, *c.in[0]);
@@ -884,7 +907,7 @@ ONYX_OP(kGather, "gather")
       c.shape = Shape(d);
       c.type = c.typeOf(0);
     })
-    .anyDevice([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       const TensorBase& x = *c.in[0];
       const TensorBase& ix = *c.in[1];
       int64_t e = static_cast<int64_t>(elementBytes(x.type(), "gather"));
@@ -894,17 +917,6 @@ ONYX_OP(kGather, "gather")
       int64_t m = ix.size();
       const char* src = static_cast<const char*>(x.raw());
       char* dst = static_cast<char*>(c.out.raw());
-      if(!c.out.onHost()) {
-        // Indices are checked on the host (a copy of m of them): a kernel
-        // cannot report a bad one.
-        Tensor hix = ix.hostCopy();
-        dispatchIndex(ix.type(), "gather", [&](auto tag) {
-          checkIndices(hix->data<typename decltype(tag)::type>(), m, n, a, c.node);
-        });
-        cuda::gatherRows(c.out.getDeviceId().no, dst, src, ix.raw(), ix.type(), outer, m, n, inner / e,
-                         static_cast<size_t>(e));
-        return;
-      }
       dispatchIndex(ix.type(), "gather", [&](auto tag) {
         using I = typename decltype(tag)::type;
         const I* idx = ix.data<I>();
@@ -994,32 +1006,6 @@ ONYX_OP(kScatterAdd, "scatter_add")
         });
       });
     })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& u = *c.in[0];
-      const auto& od = c.out.shape().dims();
-      int a = normAxis(c.attrs.i("axis"), c.out.shape().rank(), "axis");
-      int64_t outer = prodDims(od, 0, a), n = od[a], inner = prodDims(od, a + 1, od.size());
-      // On the host: the indices checked, and for each target the rows
-      // that add into it (j ascending), uploaded as starts [n + 1] and rows [m].
-      Tensor ix = c.in[1]->hostCopy();
-      const int64_t m = ix->size();
-      std::vector<int64_t> target(static_cast<size_t>(m)), lists(static_cast<size_t>(n + 1 + m), 0);
-      dispatchIndex(ix->type(), "scatter_add", [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        const I* idx = ix->data<I>();
-        checkIndices(idx, m, n, a, c.node);
-        for(int64_t j = 0; j < m; ++j) target[size_t(j)] = resolveIndex(static_cast<int64_t>(idx[j]), n);
-      });
-      for(int64_t t : target) ++lists[size_t(t + 1)];
-      for(int64_t i = 0; i < n; ++i) lists[size_t(i + 1)] += lists[size_t(i)];
-      std::vector<int64_t> next(lists.begin(), lists.begin() + n);
-      for(int64_t j = 0; j < m; ++j) lists[size_t(n + 1 + next[size_t(target[size_t(j)])]++)] = j;
-      Tensor dl = c.scratch(Shape{n + 1 + m}, Type::int64);
-      dl->set(lists);
-      const int64_t* starts = dl->data<int64_t>();
-      cuda::scatterAddRows(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), starts, starts + n + 1, outer, n, m,
-                           inner);
-    })
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, gather(g.dy, static_cast<int>(g.attrs.i("axis")), g.x(1)));
     })
@@ -1093,23 +1079,6 @@ ONYX_OP(kPad, "pad")
           }
         });
       });
-    })
-    .gpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      const Shape& os = c.out.shape();
-      int r = os.rank();
-      if(r == 0) return ops::copyInput0(c);
-      const IntList& p = c.attrs.ints("pads");
-      std::vector<int64_t> maps;  // the axes' maps one after the other, uploaded
-      for(int k = 0; k < r; ++k) {
-        auto mk = padMap(x.shape().dims()[k], p[k], p[k + r], c.attrs.s("mode"));
-        maps.insert(maps.end(), mk.begin(), mk.end());
-      }
-      if(maps.empty() || c.out.size() == 0) return;
-      Tensor dm = c.scratch(Shape{int64_t(maps.size())}, Type::int64);
-      dm->set(maps);
-      cuda::padMapped(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), os, x.shape(), dm->data<int64_t>(),
-                      c.attrs.f("value"));
     })
     .backward([](GradCtx& g) {
       const IntList& p = g.attrs.ints("pads");

@@ -85,6 +85,43 @@ Expr reverse_sequence(Expr x, const std::vector<int64_t>& lens, int batchAxis = 
 namespace detail {
 Expr sliceAxis(Expr x, int axis, int64_t start, int64_t end, int64_t step);
 }  // namespace detail
+
+// ---- For kernels: host-side helpers of shape.cpp that the GPU kernels
+// (backend/cuda/ops_shape.cpp) share.
+namespace ops {
+// Bytes per element for the byte-moving kernels; an onyx::Error for types
+// without whole bytes per element (packed 4-bit types, strings).
+size_t elementBytes(Type t, const char* op);
+// An axis in [-rank, rank) normalised, or an onyx::Error naming `what`.
+int normAxis(int64_t axis, int rank, const char* what);
+// d[from] * .. * d[to - 1].
+int64_t prodDims(const Shape::Dims& d, size_t from, size_t to);
+// An onyx::Error naming the node unless every index of `idx` (int32 or
+// int64, on the host) lies in [-n, n) on `axis`; kernels cannot report one.
+void checkIndices(const TensorBase& idx, int64_t n, int axis, const Node& node);
+// pad: for each output position along an axis of n elements padded by
+// `begin` and `end`, the input position it reads (-1: the constant).
+std::vector<int64_t> padMap(int64_t n, int64_t begin, int64_t end, const std::string& mode);
+// trilu's k for x of shape s, clamped so that i + k cannot overflow
+// (shape2.cpp).
+int64_t triluK(int64_t k, const Shape& s);
+// x viewed as [outer, n, inner] around `axis` (the kernels that run along
+// lines: cumsum, cumprod, hardmax, topk); line r (of outer * inner) starts
+// at (r / inner) * n * inner + r % inner and steps by inner.
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+  Lines(const Shape& s, int axis) {
+    for(int i = 0; i < s.rank(); ++i) {
+      int64_t d = s.dims()[static_cast<size_t>(i)];
+      if(i < axis) outer *= d;
+      else if(i == axis) n = d;
+      else inner *= d;
+    }
+  }
+  int64_t count() const { return outer * inner; }
+  int64_t start(int64_t r) const { return (r / inner) * n * inner + r % inner; }
+};
+}  // namespace ops
 template <class A, class S, class E, class>
 Expr slice(Expr x, A axis, S start, E end, int64_t step) {
   return detail::sliceAxis(x, static_cast<int>(axis), static_cast<int64_t>(start), static_cast<int64_t>(end), step);

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 
-#include <onyx/backend/cuda/kernels.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -37,10 +36,16 @@ void triluZeroRange(bool upper, int64_t k, int64_t i, int64_t m, int64_t& lo, in
   }
 }
 
-int64_t clampK(int64_t k, const Shape& s) {
+}  // namespace
+
+int64_t ops::triluK(int64_t k, const Shape& s) {
   int64_t lim = s[-1] + s[-2] + 1;
   return std::clamp<int64_t>(k, -lim, lim);
 }
+
+namespace {
+
+using ops::triluK;
 
 // ONNX Trilu (and Where) take the 16 types up to bfloat16, no float8.
 void checkTriluType(OnnxExportCtx& c) {
@@ -75,7 +80,7 @@ ONYX_OP(kTrilu, "trilu")
       int64_t rows = n > 0 ? x.size() / m : 0;
       if(m == 0 || rows == 0) return;
       bool upper = c.attrs.i("upper") != 0;
-      int64_t k = clampK(c.attrs.i("k"), s);
+      int64_t k = triluK(c.attrs.i("k"), s);
       const char* src = static_cast<const char*>(x.raw());
       char* dst = static_cast<char*>(c.out.raw());
       host::parallelFor(rows, x.size(), [&](int64_t r0, int64_t r1) {
@@ -87,11 +92,6 @@ ONYX_OP(kTrilu, "trilu")
           if(hi > lo) std::memset(dst + row + static_cast<size_t>(lo) * e, 0, static_cast<size_t>(hi - lo) * e);
         }
       });
-    })
-    .gpu([](KernelCtx& c) {
-      const Shape& s = c.in[0]->shape();
-      cuda::trilu(c.out.getDeviceId().no, c.in[0]->raw(), c.out.raw(), c.out.size(), s[-2], s[-1],
-                  clampK(c.attrs.i("k"), s), c.attrs.i("upper") != 0, static_cast<size_t>(typeBits(c.out.type()) / 8));
     })
     .backward([](GradCtx& g) { g.add(0, trilu(g.dy, g.attrs.i("upper") != 0, g.attrs.i("k"))); })
     .onnx("Trilu", 14)
@@ -124,7 +124,7 @@ ONYX_OP(kTrilu, "trilu")
           if(c.inputType(0) == Type::bfloat16) c.requireOpset(14, "element type bfloat16");
           Attrs a = c.attrs();
           const Shape& s = c.inputShape(0);
-          int64_t n = s[-2], m = s[-1], k = clampK(a.i("k"), s);
+          int64_t n = s[-2], m = s[-1], k = triluK(a.i("k"), s);
           std::vector<char> keep(static_cast<size_t>(n * m), 1);
           for(int64_t i = 0; i < n; ++i) {
             int64_t lo, hi;

@@ -398,10 +398,11 @@ ONYX_OP(kGridSampleGradGrid, "grid_sample_grad_grid");
       checkGsAttrs(c);
       c.shape = checkGsShapes(c, c.shapeOf(0), c.shapeOf(1), "x");
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       GsGeom g = gsGeom(c.attrs, c.in[0]->shape(), c.in[1]->shape());
       ONYX_GS_DISPATCH(c, gsForward<T>(g, *c.in[0], *c.in[1], c.out));
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for GPU interpolation kernels")
     // dx = grid_sample_grad_x(dy, grid), dgrid = grid_sample_grad_grid(x, grid, dy).
     .backward([](GradCtx& g) {
       Expr x = g.x(0), grid = g.x(1);
@@ -448,10 +449,11 @@ ONYX_OP(kGridSampleGradGrid, "grid_sample_grad_grid");
       c.check(c.shapeOf(0) == ys, "dy of shape ", c.shapeOf(0), " does not match grid_sample's output ", ys);
       c.shape = xs;
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       GsGeom g = gsGeom(c.attrs, c.out.shape(), c.in[1]->shape());
       ONYX_GS_DISPATCH(c, gsGradX<T>(g, *c.in[0], *c.in[1], c.out));
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for GPU interpolation kernels")
     // Linear in dy: <G, A(grid)^T dy> = <A(grid) G, dy>, so d/d dy is
     // grid_sample(G, grid) and d/d grid is grid_sample_grad_grid(G, grid, dy).
     .backward([](GradCtx& g) {
@@ -477,10 +479,11 @@ ONYX_OP(kGridSampleGradGrid, "grid_sample_grad_grid");
       c.check(c.shapeOf(2) == ys, "dy of shape ", c.shapeOf(2), " does not match grid_sample's output ", ys);
       c.shape = c.shapeOf(1);
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       GsGeom g = gsGeom(c.attrs, c.in[0]->shape(), c.in[1]->shape());
       ONYX_GS_DISPATCH(c, gsGradGrid<T>(g, *c.in[0], *c.in[1], *c.in[2], c.out));
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for GPU interpolation kernels")
     .notDifferentiable("second derivatives of the sampling weights w.r.t. the grid are not implemented")
     .noOnnx("internal: gradient of grid_sample");
 
@@ -910,12 +913,13 @@ ONYX_OP(kRoiAlignGrad, "roi_align_grad");
       c.shape = Shape{c.shapeOf(1)[0], xs[1], c.attrs.i("output_height"), c.attrs.i("output_width")};
       c.type = c.typeOf(0);
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       RoiCfg cfg = roiCfg(c.attrs, c.in[0]->shape());
       dispatchFloat(c.out.type(), "roi_align", [&](auto tag) {
         roiForward<typename decltype(tag)::type>(cfg, *c.in[0], *c.in[1], *c.in[2], c.out);
       });
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for GPU interpolation kernels")
     // dx scatters dy back onto the samples (to the winners for max). The rois
     // get no gradient: they are treated as constants (as torchvision does).
     .backward([](GradCtx& g) {
@@ -960,12 +964,13 @@ ONYX_OP(kRoiAlignGrad, "roi_align_grad");
       c.shape = xs;
       c.type = c.typeOf(0);
     })
-    .kernel(ops::onHostCopies([](KernelCtx& c) {
+    .cpu([](KernelCtx& c) {
       RoiCfg cfg = roiCfg(c.attrs, c.in[0]->shape());
       dispatchFloat(c.out.type(), "roi_align_grad", [&](auto tag) {
         roiGradX<typename decltype(tag)::type>(cfg, *c.in[0], *c.in[1], *c.in[2], *c.in[3], c.out);
       });
-    }))
+    })
+    .gpuOnHost("no GPU form yet: it waits for GPU interpolation kernels")
     .notDifferentiable("second derivatives of roi_align are not implemented")
     .noOnnx("internal: gradient of roi_align");
 

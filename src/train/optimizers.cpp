@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include <onyx/backend/cpu/parallel.h>
-#include <onyx/backend/cuda/kernels.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 
@@ -44,7 +44,7 @@ bool OptimizerBase::updateWith(ExpressionGraph& graph, double gradScale, double*
   // Global L2 norm over all trainable gradients, for clipping and reporting.
   double sq = 0;
   std::vector<Expr> params;
-  std::map<size_t, std::vector<cuda::Squares>> onGpu;  // by device: one read-back each
+  std::map<size_t, std::vector<DeviceBackend::Squares>> onGpu;  // by device: one read-back each
   for(auto& p : *graph.params()) {
     if(!p->trainable()) continue;
     ONYX_CHECK(p->grad(), "Optimizer::update: param '", p->name(), "' has no gradient; run backward() first");
@@ -55,7 +55,7 @@ bool OptimizerBase::updateWith(ExpressionGraph& graph, double gradScale, double*
     else onGpu[g.getDeviceId().no].push_back({g.type(), g.raw(), g.size()});
     params.push_back(p);
   }
-  for(const auto& kv : onGpu) sq += cuda::sumSquares(kv.first, kv.second);
+  for(const auto& kv : onGpu) sq += gpuBackend().sumSquares(kv.first, kv.second);
   double norm = std::sqrt(sq) * std::fabs(gradScale);
   if(normOut) *normOut = norm;
   if(skipNonFinite && !std::isfinite(norm)) return false;
@@ -103,8 +103,8 @@ void OptimizerBase::step(const std::string& name, TensorBase& value, const Tenso
   bool half = value.type() == Type::float16 || value.type() == Type::bfloat16;
   float* m = half && opt_.masterWeights ? master(name, value)->data<float>() : nullptr;
   if(!value.onHost()) {
-    cuda::optimizerStep(value.getDeviceId().no, value.type(), rule, value.raw(), grad.raw(), m, s[0], s[1],
-                        value.size());
+    gpuBackend().optimizerStep(value.getDeviceId().no, value.type(), rule, value.raw(), grad.raw(), m, s[0], s[1],
+                               value.size());
     return;
   }
   dispatchFloat(value.type(), "optimizer", [&](auto tag) {

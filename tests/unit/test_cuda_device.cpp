@@ -1,6 +1,7 @@
-// The CUDA backend's device layer. Without a usable GPU (CI, or a build
-// without the backend) the device checks below report themselves SKIPPED
-// with the reason; the error paths are checked everywhere.
+// The GPU backend through the device interface (core/device_backend.h),
+// which loads the CUDA plugin. Without a usable GPU (CI, or a build without
+// the backend) the device checks below report themselves SKIPPED with the
+// reason; the error paths are checked everywhere.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,26 +9,32 @@
 #include <string>
 #include <map>
 
-#include <onyx/backend/cuda/device.h>
-#include <onyx/backend/cuda/kernels.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
 namespace {
 
-TEST(CudaDevice, CompiledAsConfigured) {
-  EXPECT_EQ(cuda::compiled(), ONYX_TEST_CUDA_BUILT != 0);
-  if(!cuda::compiled()) {
-    EXPECT_EQ(cuda::deviceCount(), 0);
+// The plugin loads where the build made one (also without a driver: it
+// then has no device), and only then.
+TEST(CudaDevice, PluginLoadsAsConfigured) {
+  const std::string why = loadGpuBackend();
+  EXPECT_TRUE(gpuBackendTried());
+  if(ONYX_TEST_CUDA_BUILT) {
+    EXPECT_EQ(why, "") << "the CUDA plugin was built but does not load";
+  } else {
+    EXPECT_NE(why.find("this build of Onyx has no CUDA backend"), std::string::npos) << why;
+    EXPECT_EQ(gpuDeviceCount(), 0);
   }
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
 }
 
 // A GPU that is not there (index = the device count) is a one-line error
 // naming it, from setDevice, from a session, and from memory allocation.
 TEST(CudaDevice, MissingGpuIsAClearError) {
-  const size_t missing = static_cast<size_t>(cuda::deviceCount());
+  const size_t missing = static_cast<size_t>(gpuDeviceCount());
   std::string name = "gpu" + std::to_string(missing);
-  EXPECT_FALSE(cuda::unavailable(missing).empty());
+  EXPECT_FALSE(gpuUnavailable(missing).empty());
   auto graph = New<ExpressionGraph>();
   try {
     graph->setDevice(gpu(missing));
@@ -51,8 +58,8 @@ TEST(CudaDevice, MissingGpuIsAClearError) {
   EXPECT_NO_THROW(graph->setDevice(cpu()));
 }
 
-#define REQUIRE_GPU()                                                                     \
-  if(cuda::deviceCount() == 0) GTEST_SKIP() << "GPU check not run: " << cuda::unavailable(0)
+#define REQUIRE_GPU() \
+  if(gpuDeviceCount() == 0) GTEST_SKIP() << "GPU check not run: " << gpuUnavailable(0)
 
 TEST(CudaDevice, CopiesRoundTrip) {
   REQUIRE_GPU();
@@ -90,7 +97,7 @@ TEST(CudaDevice, WorkspaceAndParamsOnTheGpu) {
   EXPECT_EQ(c->val()->toVector<float>(), (std::vector<float>{1, 2, 3, 4}));
 }
 
-// Random ops draw on the host (ops::drawOnHost): the same seed gives the
+// Random ops draw on the host (OpDef::gpuOnHost): the same seed gives the
 // same values on the GPU as on the CPU.
 TEST(CudaDevice, RandomDrawsMatchTheCpu) {
   REQUIRE_GPU();
@@ -158,9 +165,11 @@ std::map<std::string, std::vector<float>> trainSteps(DeviceId dev, const std::st
 
 TEST(CudaDevice, CudnnAsConfigured) {
   // cuDNN is used where the build found it, unless ONYX_CUDNN=0 says not.
+  if(!ONYX_TEST_CUDA_BUILT) GTEST_SKIP() << "no CUDA plugin in this build";
   const char* env = std::getenv("ONYX_CUDNN");
   const bool off = env && std::string(env) == "0";
-  EXPECT_EQ(cuda::cudnnAvailable(), ONYX_TEST_CUDNN_BUILT != 0 && !off);
+  const std::string d = gpuBackend().describe();
+  EXPECT_EQ(d.find("cuDNN on") != std::string::npos, ONYX_TEST_CUDNN_BUILT != 0 && !off) << d;
 }
 
 // Convolutions of the shapes networks have (ResNet's 7x7 stride 2, 3x3,

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include <onyx/backend/cuda/device.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -161,7 +161,7 @@ TEST(Graph, BadInputErrorsNameOpShapesAndFix) {
 TEST(Graph, DeviceAndBackwardMisuseAreErrors) {
   auto g = New<ExpressionGraph>();
   // A GPU that is not there (CudaDevice.* checks the message in full).
-  size_t missing = static_cast<size_t>(cuda::deviceCount());
+  size_t missing = static_cast<size_t>(gpuDeviceCount());
   EXPECT_NE(errorOf([&] { g->setDevice({missing, DeviceType::gpu}); }).find("setDevice(gpu"), std::string::npos);
   auto x = g->param("x", {1}, inits::ones());
   auto y = x * 2.0;

@@ -54,7 +54,11 @@ void setCurrent(size_t no) { use(no); }
 
 void* stream(size_t no) { return streamOf(no); }
 
-bool compiled() { return true; }
+std::string runtimeVersion() {
+  int v = 0;
+  cudaRuntimeGetVersion(&v);
+  return str(v / 1000, ".", (v % 1000) / 10);
+}
 
 int deviceCount() {
   int n = 0;

@@ -1,7 +1,7 @@
-// The CUDA backend's device layer: device discovery, memory and copies. The
-// interface has no CUDA types, so everything above it compiles without the
-// toolkit; a build without the backend (ONYX_CUDA=OFF) links the stubs in
-// no_cuda.cpp, which report that in every message.
+// The CUDA backend's device layer: device discovery, memory and copies,
+// inside the CUDA plugin (plugin.cpp offers them to libonyx through
+// core/device_backend.h). No CUDA types here, so that the plugin's g++
+// sources (plugin.cpp, ops_*.cpp) can call it.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -11,12 +11,12 @@
 namespace onyx {
 namespace cuda {
 
-// Whether this build has the CUDA backend.
-bool compiled();
+// The CUDA runtime's version, "13.0" (the runtime is linked statically).
+std::string runtimeVersion();
 // How many CUDA devices this process can use (0 without a driver).
 int deviceCount();
-// "" when gpu<no> can be used; otherwise why not, in one line: no backend in
-// this build, no driver (or one too old for the runtime), no such device.
+// "" when gpu<no> can be used; otherwise why not, in one line: no driver (or
+// one too old for the runtime), no such device.
 std::string unavailable(size_t no);
 // Device memory on gpu<no>. malloc throws onyx::Error naming the device and
 // the size when the device is out of memory.

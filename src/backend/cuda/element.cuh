@@ -2,9 +2,9 @@
 // (src/backend/cpu/functional.h): cuda::elementwise<TOut, TIn...>(f, out,
 // ins...) computes out[i] = f(out[i], ins[i]...) with ONNX/numpy
 // broadcasting, like host::elementwise. A kernel is instantiated where it is
-// used: a family file compiled by nvcc (ONYX_CUDA) that registers
-// `.kernels(ops::unaryNumeric(sin(_2)))` gets the GPU kernel of that functor,
-// with no list of instantiations anywhere.
+// used: a family file that registers `.kernel(ops::unaryNumeric(sin(_2)))`,
+// compiled by nvcc into the CUDA plugin (ONYX_FUNCTOR_FAMILIES), gets the
+// GPU kernel of that functor, with no list of instantiations anywhere.
 //
 // Only compiled by nvcc (include it under __CUDACC__).
 #pragma once

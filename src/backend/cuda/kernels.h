@@ -1,9 +1,10 @@
-// GPU kernels that family files call through plain functions: element
-// moving, conversion and GEMM. Like device.h this header has no CUDA types,
-// so g++ compiles its callers; a build without the backend links the stubs
-// in no_cuda.cpp. Work is queued on the device's stream (device.h) and
-// these functions return before it is done; pointers are device pointers on
-// gpu<dev>.
+// The CUDA plugin's GPU kernels as plain functions: element moving,
+// conversion and GEMM (which plugin.cpp offers to libonyx through
+// core/device_backend.h), and the device code of the kernels the plugin
+// registers onto registry ops (ops_<family>.cpp). Like device.h this header
+// has no CUDA types, so g++ compiles its callers. Work is queued on the
+// device's stream (device.h) and these functions return before it is done;
+// pointers are device pointers on gpu<dev>.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/backend/cpu/update_rule.h>
+#include <onyx/core/device_backend.h>
 #include <onyx/core/tensor.h>
 #include <onyx/core/types.h>
 
@@ -82,8 +84,8 @@ void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, in
 // the CPU's accumulates); addChannelBias adds b[m] to y[n, m, :] for N
 // samples of M channels of P elements.
 void im2col(size_t dev, Type t, const void* x, int64_t C, const host::ConvGeom& g, void* col);
-// Whether convolutions go through cuDNN: this build has it and ONYX_CUDNN=0
-// is not set in the environment.
+// Whether convolutions go through cuDNN: the plugin was built with it
+// (cudnn.cu, else no_cudnn.cpp) and ONYX_CUDNN=0 is not set.
 bool cudnnAvailable();
 // y [N, M, pos] = conv(x [N, C, img], w [M, C / G, k]) with G groups through
 // cuDNN (no bias), when cuDNN takes the case (float types, the same pad at
@@ -190,11 +192,7 @@ void optimizerStep(size_t dev, Type t, const UpdateRule& r, void* w, const void*
 // type t at p, on gpu<dev>), in double: block partial sums of all parts read
 // back in one copy and added on the host in a fixed order (the same bits
 // every run). Waits for the result.
-struct Squares {
-  Type t;
-  const void* p;
-  int64_t n;
-};
+using Squares = DeviceBackend::Squares;
 double sumSquares(size_t dev, const std::vector<Squares>& parts);
 
 }  // namespace cuda

@@ -1,5 +1,5 @@
-// A build without cuDNN (no CUDA backend, or CMake found no cuDNN):
-// convolution and pooling run on the backend's own kernels (ops/conv.cpp).
+// The CUDA plugin built without cuDNN (CMake found none): convolution and
+// pooling run on the backend's own kernels (ops_conv.cpp).
 #include <onyx/backend/cuda/kernels.h>
 
 namespace onyx {

@@ -1,0 +1,80 @@
+// GPU kernels of ops/shape.cpp's ops that are not made of the element
+// movers (those kernels serve both devices there): gather, scatter_add, pad.
+// Device code in copy.cu and index.cu.
+#include <vector>
+
+#include <onyx/backend/cuda/kernels.h>
+#include <onyx/backend/cuda/plugin.h>
+#include <onyx/core/dispatch.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+namespace cuda {
+namespace {
+
+// y[i.., j.., k..] = x[i.., indices[j..], k..]
+ONYX_GPU_KERNEL("gather", [](KernelCtx& c) {
+  const TensorBase& x = *c.in[0];
+  const TensorBase& ix = *c.in[1];
+  const size_t e = ops::elementBytes(x.type(), "gather");
+  const int a = ops::normAxis(c.attrs.i("axis"), x.shape().rank(), "axis");
+  const auto& xd = x.shape().dims();
+  const int64_t outer = ops::prodDims(xd, 0, a), n = xd[a], inner = ops::prodDims(xd, a + 1, xd.size());
+  // Indices are checked on the host (a copy of them): a kernel cannot
+  // report a bad one.
+  ops::checkIndices(*ix.hostCopy(), n, a, c.node);
+  gatherRows(c.out.getDeviceId().no, c.out.raw(), x.raw(), ix.raw(), ix.type(), outer, ix.size(), n, inner, e);
+});
+
+// y = zeros; y[i.., indices[j..], k..] += u[i.., j.., k..]
+ONYX_GPU_KERNEL("scatter_add", [](KernelCtx& c) {
+  const TensorBase& u = *c.in[0];
+  const auto& od = c.out.shape().dims();
+  const int a = ops::normAxis(c.attrs.i("axis"), c.out.shape().rank(), "axis");
+  const int64_t outer = ops::prodDims(od, 0, a), n = od[a], inner = ops::prodDims(od, a + 1, od.size());
+  // On the host: the indices checked, and for each target the rows that add
+  // into it (j ascending, as the CPU adds them), uploaded as starts [n + 1]
+  // and rows [m].
+  Tensor ix = c.in[1]->hostCopy();
+  ops::checkIndices(*ix, n, a, c.node);
+  const int64_t m = ix->size();
+  std::vector<int64_t> target(static_cast<size_t>(m)), lists(static_cast<size_t>(n + 1 + m), 0);
+  dispatchIndex(ix->type(), "scatter_add", [&](auto itag) {
+    const auto* idx = ix->data<typename decltype(itag)::type>();
+    for(int64_t j = 0; j < m; ++j) {
+      const int64_t i = static_cast<int64_t>(idx[j]);
+      target[size_t(j)] = i < 0 ? i + n : i;
+    }
+  });
+  for(int64_t t : target) ++lists[size_t(t + 1)];
+  for(int64_t i = 0; i < n; ++i) lists[size_t(i + 1)] += lists[size_t(i)];
+  std::vector<int64_t> next(lists.begin(), lists.begin() + n);
+  for(int64_t j = 0; j < m; ++j) lists[size_t(n + 1 + next[size_t(target[size_t(j)])]++)] = j;
+  Tensor dl = c.scratch(Shape{n + 1 + m}, Type::int64);
+  dl->set(lists);
+  const int64_t* starts = dl->data<int64_t>();
+  scatterAddRows(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), starts, starts + n + 1, outer, n, m, inner);
+});
+
+// y = x padded by pads[k] before and pads[k+rank] after axis k
+ONYX_GPU_KERNEL("pad", [](KernelCtx& c) {
+  const TensorBase& x = *c.in[0];
+  const Shape& os = c.out.shape();
+  const int r = os.rank();
+  if(r == 0) return copyInput0(c);
+  const IntList& p = c.attrs.ints("pads");
+  std::vector<int64_t> maps;  // the axes' maps one after the other, uploaded
+  for(int k = 0; k < r; ++k) {
+    auto mk = ops::padMap(x.shape().dims()[k], p[k], p[k + r], c.attrs.s("mode"));
+    maps.insert(maps.end(), mk.begin(), mk.end());
+  }
+  if(maps.empty() || c.out.size() == 0) return;
+  Tensor dm = c.scratch(Shape{int64_t(maps.size())}, Type::int64);
+  dm->set(maps);
+  padMapped(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), os, x.shape(), dm->data<int64_t>(),
+            c.attrs.f("value"));
+});
+
+}  // namespace
+}  // namespace cuda
+}  // namespace onyx

@@ -1,0 +1,20 @@
+// GPU kernels of ops/shape2.cpp's ops: trilu (device code in copy.cu; the
+// other ops there are made of the element movers).
+#include <onyx/backend/cuda/kernels.h>
+#include <onyx/backend/cuda/plugin.h>
+#include <onyx/ops/shape.h>
+
+namespace onyx {
+namespace cuda {
+namespace {
+
+// y = x where j - i >= k (upper) or j - i <= k (lower), else 0
+ONYX_GPU_KERNEL("trilu", [](KernelCtx& c) {
+  const Shape& s = c.in[0]->shape();
+  trilu(c.out.getDeviceId().no, c.in[0]->raw(), c.out.raw(), c.out.size(), s[-2], s[-1],
+        ops::triluK(c.attrs.i("k"), s), c.attrs.i("upper") != 0, static_cast<size_t>(typeBits(c.out.type()) / 8));
+});
+
+}  // namespace
+}  // namespace cuda
+}  // namespace onyx
