@@ -26,6 +26,7 @@
 #include <onyx/backend/cuda/device.h>
 #include <onyx/converters/native_model.h>
 #include <onyx/io/npz.h>
+#include <onyx/onnx/checker.h>
 
 #include "tool_common.h"
 

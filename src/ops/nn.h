@@ -5,6 +5,7 @@
 
 #include <onyx/core/shape.h>
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -39,5 +40,14 @@ Expr dropout(Expr x, float p, bool training = true);
 // Never merged with another mask (a stochastic op) and kept through
 // checkpointing, so the backward pass sees the mask the forward pass used.
 Expr dropout_mask(ExpressionGraph* graph, const Shape& shape, float p, Type type);
+
+// ---- ONNX import helper, shared by SoftmaxCrossEntropyLoss's import
+// (src/ops/nn.cpp) and NegativeLogLikelihoodLoss's (converters/import_nn.cpp).
+
+// ONNX NegativeLogLikelihoodLoss on log-probabilities lp [N, C, d1, ...] and
+// targets [N, d1, ...], with the node's optional weight input 2 and its
+// reduction / ignore_index attributes. Built from where/sum over a one-hot
+// of the targets, so it is differentiable in lp (and in the weights).
+Expr nllLossImport(OnnxImportCtx& c, Expr lp, Expr target);
 
 }  // namespace onyx

@@ -9,8 +9,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <onyx/converters/model.h>
-#include <onyx/onnx/onnx_model.h>
+#include <onyx/runtime/session.h>
+#include <onyx/onnx/model_file.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
