@@ -12,6 +12,9 @@
 #include <onyx/core/shape.h>
 #include <onyx/core/tensor.h>
 #include <onyx/core/types.h>
+#include <onyx/onnx/checker.h>
+#include <onyx/onnx/opset.h>
+#include <onyx/onnx/writer.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/node.h>
 #include <onyx/graph/node_initializers.h>
@@ -19,9 +22,6 @@
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/ops.h>
-#include <onyx/onnx/checker.h>
-#include <onyx/onnx/opset.h>
-#include <onyx/onnx/writer.h>
 #include <onyx/converters/native_model.h>
 #include <onyx/converters/onnx_exporter.h>
 #include <onyx/converters/onnx_importer.h>

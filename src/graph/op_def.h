@@ -1,6 +1,6 @@
 // The op registry: one OpDef per op, declared once in its family file under
 // src/ops with everything about it side by side (name, attributes, shape
-// inference, kernels, backward, ONNX mapping). Graph building, execution,
+// inference, kernels, backward, ONNX rules). Graph building, execution,
 // autodiff, the importer/exporter, docs and the test harness all loop over it.
 #pragma once
 #include <functional>
