@@ -1,6 +1,7 @@
 // Element-wise ONNX ops with no registry op of their own: the variadic Sum
-// and Mean, Identity, CastLike, and the opset 1-6 forms of the arithmetic
-// ops (the legacy broadcast attribute).
+// and Mean, Identity, CastLike, the opset 1-6 forms of the arithmetic ops
+// (the legacy broadcast attribute), and the opset 1-5 forms of ops that
+// differ from opset 6 only in consumed_inputs.
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>

@@ -1,6 +1,7 @@
 // Attention family: the cumprod op (with its exact gradient kernel) and the
-// composites of attention.h with their ONNX imports (Attention,
-// RotaryEmbedding, LinearAttention, CausalConvWithState, FlexAttention).
+// composites of attention.h (their ONNX imports, Attention, RotaryEmbedding,
+// LinearAttention, CausalConvWithState and FlexAttention, are in
+// converters/import_attention.cpp).
 // The composites only chain registry ops, so they run on every device and
 // differentiate like any expression.
 #include <onyx/ops/attention.h>

@@ -1,7 +1,7 @@
 // Convolution and pooling: conv (im2col + GEMM), conv_transpose (GEMM +
 // col2im), conv_grad_weight, max_pool (+ indices), average_pool (+ its
-// adjoint), and the ONNX imports of Conv, ConvTranspose, ConvInteger, the
-// pools, global pools and MaxUnpool.
+// adjoint), and the ONNX imports of Conv, ConvTranspose and the pools (those
+// of ConvInteger, LpPool, the global pools and MaxUnpool are in converters/).
 //
 // Kernels see every input as having 3 spatial dims: the real 1 to 3 dims are
 // the last ones, the missing leading ones have size 1 (kernel 1, stride 1,

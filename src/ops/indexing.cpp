@@ -1,6 +1,7 @@
 // Indexing: gather_elements / scatter_elements, gather_nd / scatter_nd,
-// argmax / argmin, topk_indices, cumsum; and the ONNX imports built on them
-// (TopK, OneHot, NonZero, Compress, Unique, Scatter).
+// argmax / argmin, topk_indices, cumsum; and the functions built on them
+// (topk, one_hot, nonzero, compress, unique), which ONNX's TopK, OneHot,
+// NonZero, Compress and Unique import as (converters/import_indexing.cpp).
 //
 // Kernels that only move elements work on unsigned integers of the element's
 // size, so one instantiation per size serves every type. Indices are checked

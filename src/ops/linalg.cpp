@@ -1,8 +1,8 @@
 // Linear algebra: matmul (numpy/ONNX MatMul with transposes and a scale) and
 // affine (matmul plus a broadcast bias, ONNX Gemm). Kernels go to OpenBLAS
 // through host::gemm for float/double. det and inverse (ONNX Det) work per
-// matrix in double. ONNX Einsum and MatMulInteger are composites of these
-// and the shape ops.
+// matrix in double. ONNX Einsum and MatMulInteger import as composites of
+// these and the shape ops (converters/).
 #include <onyx/ops/linalg.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
-// Random generators: uniform, normal and multinomial sampling ops, with the
-// ONNX imports of RandomUniform(Like), RandomNormal(Like), Bernoulli and
-// Multinomial. See random.h for the seeding rules.
+// Random generators: uniform, normal and multinomial sampling ops (ONNX's
+// RandomUniform(Like), RandomNormal(Like), Bernoulli and Multinomial import
+// as them in converters/import_random.cpp). See random.h for the seeding
+// rules.
 #include <onyx/ops/random.h>
 
 #include <cmath>

@@ -1,9 +1,7 @@
 // More shape ops: trilu (a registry op) and the composites built from the
 // ops of shape.cpp (tile, squeeze, unsqueeze, depth_to_space, space_to_depth,
-// reverse_sequence), plus the ONNX imports of the shape family that need no
-// op of their own: Shape, Size, Squeeze, Unsqueeze, Split, Tile, Constant,
-// ConstantOfShape, Range, DepthToSpace, SpaceToDepth, EyeLike,
-// ReverseSequence, CenterCropPad.
+// reverse_sequence); the ONNX imports of the shape family that need no op of
+// their own are in converters/import_shape.cpp.
 #include <onyx/ops/shape.h>
 
 #include <algorithm>

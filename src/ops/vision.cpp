@@ -1,6 +1,7 @@
 // Vision ops: grid_sample (with kernels for its gradients w.r.t. the input
 // and the grid), roi_align (and its gradient w.r.t. the input), the
-// AffineGrid composite and the eagerly computed NonMaxSuppression.
+// affine_grid composite and the eagerly computed non_max_suppression (their
+// ONNX imports are in converters/import_vision.cpp).
 //
 // grid_sample computes, for each grid point, the taps of every spatial axis
 // (index, weight, d weight / d coordinate) once and combines them into the
