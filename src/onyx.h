@@ -29,9 +29,11 @@
 #include <onyx/runtime/session.h>
 #include <onyx/train/accumulate.h>
 #include <onyx/train/checkpoint.h>
+#include <onyx/train/dataset.h>
 #include <onyx/train/grad_scaler.h>
 #include <onyx/train/losses.h>
 #include <onyx/train/optimizers.h>
 #include <onyx/train/schedule.h>
+#include <onyx/train/trainer.h>
 #include <onyx/io/json.h>
 #include <onyx/io/npz.h>

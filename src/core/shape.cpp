@@ -17,12 +17,17 @@ int64_t Shape::elements() const {
   return n;
 }
 
-int Shape::axis(int i) const {
+int normalizeAxis(int64_t axis, int rank, const char* what) {
+  ONYX_CHECK(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank,
+             "..", rank - 1, ")");
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+int Shape::axis(int64_t i) const {
   int r = rank();
-  int a = i < 0 ? i + r : i;
-  ONYX_CHECK(a >= 0 && a < r, "axis ", i, " is out of range for shape ", toString(), " of rank ", r,
+  ONYX_CHECK(i >= -r && i < r, "axis ", i, " is out of range for shape ", toString(), " of rank ", r,
              " (valid axes are ", -r, "..", r - 1, ")");
-  return a;
+  return static_cast<int>(i < 0 ? i + r : i);
 }
 
 void Shape::set(int i, int64_t d) {

@@ -11,6 +11,12 @@
 
 namespace onyx {
 
+// The one axis rule: `axis` in [-rank, rank) counts from the end when
+// negative and is returned in [0, rank); anything else throws onyx::Error
+// "<what> <axis> is out of range for rank <rank> (valid: -rank..rank-1)".
+// For ranks that are not a Shape's (an output's rank, rank + 1 for Unsqueeze).
+int normalizeAxis(int64_t axis, int rank, const char* what = "axis");
+
 class Shape {
 public:
   using Dims = SmallVec<int64_t, 6>;
@@ -29,8 +35,8 @@ public:
   int64_t dim(int i) const { return (*this)[i]; }
   void set(int i, int64_t d);
   // Normalises an axis in [-rank, rank) to [0, rank); throws otherwise.
-  int axis(int i) const;
-  int axis(int64_t i) const { return axis(static_cast<int>(i)); }
+  int axis(int i) const { return axis(static_cast<int64_t>(i)); }
+  int axis(int64_t i) const;
 
   const Dims& dims() const { return dims_; }
   std::vector<int64_t> vec() const { return {dims_.begin(), dims_.end()}; }
