@@ -7,61 +7,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <onyx/graph/onnx_export.h>
-#include <onyx/io/npz.h>
-#include <onyx/onnx/onnx_model.h>
+#include <onyx/onnx/checker.h>
+#include <onyx/onnx/opset.h>
+#include <onyx/onnx/tensor_proto.h>
 
 namespace onyx {
 
-// ---- OnnxExportCtx helpers (declared in src/graph/onnx_export.h)
-
-std::string OnnxExportCtx::intsConst(const std::vector<int64_t>& v, const std::string& hint) {
-  return constant(TensorBase::fromVector(Shape({static_cast<int64_t>(v.size())}), v), hint);
-}
-
-std::string OnnxExportCtx::scalarConst(double v, Type type, const std::string& hint) {
-  Tensor t = TensorBase::create(Shape(std::vector<int64_t>{}), type);
-  storeFromDouble(t->raw(), type, 0, v);
-  return constant(t, hint);
-}
-
-void OnnxExportCtx::failMsg(const std::string& msg) const { throw Error(where() + ": " + msg); }
-
-OnnxAttrs OnnxExportCtx::nodeAttrs() const {
-  OnnxAttrs attrs;
-  const OpDef& op = *node().op();
-  const auto& values = node().attrValues();
-  for(size_t k = 0; k < op.attrSpecs.size(); ++k) {
-    const AttrValue& v = values[k];
-    if(auto* l = std::get_if<IntList>(&v); l && l->empty()) continue;
-    if(auto* l = std::get_if<FloatList>(&v); l && l->empty()) continue;
-    attrs.emplace_back(op.attrSpecs[k].name, v);
-  }
-  return attrs;
-}
-
-std::vector<std::string> OnnxExportCtx::inputs() {
-  std::vector<std::string> v;
-  for(size_t i = 0; i < numInputs(); ++i) v.push_back(input(i));
-  return v;
-}
-
 namespace {
-
-constexpr int kDefaultOpset = 17;
-
-int64_t irVersionFor(int opset) {
-  if(opset <= 18) return 8;
-  if(opset <= 20) return 9;
-  if(opset <= 22) return 10;
-  if(opset == 23) return 11;
-  if(opset == 24) return 12;
-  return 13;
-}
 
 void setAttr(::onnx::AttributeProto& a, const std::string& name, const AttrValue& v) {
   a.set_name(name);
@@ -117,24 +72,24 @@ std::string uniqueName(const std::string& base, std::unordered_set<std::string>&
   return n;
 }
 
-// The mapping a node exports through at `opset` (default domain), or null.
-const OnnxMapping* pickMapping(const OpDef& op, int opset) {
-  for(const OnnxMapping& m : op.onnxMappings) {
-    if(!m.domain.empty() && m.domain != "ai.onnx") continue;
-    if(!m.importable && !m.exporter) continue;
-    if(opset >= m.since && opset <= m.until) return &m;
+// The rule a node exports through at `opset` (default domain), or null.
+const OnnxRule* pickRule(const OpDef& op, int opset) {
+  for(const OnnxRule& r : op.onnxRules) {
+    if(!r.inDefaultDomain()) continue;
+    if(!r.importable() && !r.exportFn) continue;
+    if(r.holds(opset)) return &r;
   }
-  for(const OnnxMapping& m : op.onnxMappings)  // another domain: its own versioning
-    if(!m.domain.empty() && m.domain != "ai.onnx") return &m;
+  for(const OnnxRule& r : op.onnxRules)  // another domain: its own versioning
+    if(!r.inDefaultDomain()) return &r;
   return nullptr;
 }
 
-std::string describeMappings(const OpDef& op) {
+std::string describeRules(const OpDef& op) {
   std::string s;
-  for(const OnnxMapping& m : op.onnxMappings) {
+  for(const OnnxRule& r : op.onnxRules) {
     if(!s.empty()) s += ", ";
-    s += (m.importable ? m.opType : std::string("composite")) + " " + std::to_string(m.since);
-    s += m.until >= (1 << 30) ? "+" : "-" + std::to_string(m.until);
+    s += (r.importable() ? r.opType : std::string("composite")) + " " + std::to_string(r.since);
+    s += r.until >= kOpsetOpen ? "+" : "-" + std::to_string(r.until);
   }
   return s;
 }
@@ -184,7 +139,7 @@ public:
     chooseOpset(named);
 
     auto& model = model_;
-    model.set_ir_version(irVersionFor(opset_));
+    model.set_ir_version(irVersionForOpset(opset_));
     model.set_producer_name(spec_.producerName);
     if(!spec_.producerVersion.empty()) model.set_producer_version(spec_.producerVersion);
     if(!spec_.docString.empty()) model.set_doc_string(spec_.docString);
@@ -300,16 +255,16 @@ private:
       opset_ = options_.opset;
       return;
     }
-    opset_ = std::max(kDefaultOpset, floor_);
+    opset_ = std::max(kDefaultExportOpset, floor_);
     for(bool changed = true; changed;) {
       changed = false;
       for(auto& kv : named) {
         Node* n = kv.first;
-        if(n->kind() != NodeKind::Op || pickMapping(*n->op(), opset_)) continue;
+        if(n->kind() != NodeKind::Op || pickRule(*n->op(), opset_)) continue;
         int need = 0;
-        for(const OnnxMapping& m : n->op()->onnxMappings)
-          if((m.domain.empty() || m.domain == "ai.onnx") && (m.importable || m.exporter) && m.since > opset_)
-            need = need ? std::min(need, m.since) : m.since;
+        for(const OnnxRule& r : n->op()->onnxRules)
+          if(r.inDefaultDomain() && (r.importable() || r.exportFn) && r.since > opset_)
+            need = need ? std::min(need, r.since) : r.since;
         if(need && need <= kMaxOpset) {
           opset_ = need;
           changed = true;
@@ -320,20 +275,20 @@ private:
 
   void exportNode(Node* n) {
     const OpDef& op = *n->op();
-    const OnnxMapping* m = pickMapping(op, opset_);
+    const OnnxRule* r = pickRule(op, opset_);
     std::string where = str("node '", nameOf(n), "' (", op.name, ", opset ", opset_, ")");
-    if(!m) {
-      if(op.onnxMappings.empty())
+    if(!r) {
+      if(op.onnxRules.empty())
         throw Error(str(where, ": has no ONNX form: ", op.noOnnxWhy));
-      throw Error(str(where, ": has no ONNX form at this opset (", describeMappings(op), ")"));
+      throw Error(str(where, ": has no ONNX form at this opset (", describeRules(op), ")"));
     }
-    if(!m->domain.empty() && m->domain != "ai.onnx") setDomainVersion(m->domain, m->since);
-    ExportCtxImpl ctx(*this, n, m->opType);
+    if(!r->inDefaultDomain()) setDomainVersion(r->domain, r->since);
+    ExportCtxImpl ctx(*this, n, r->opType);
     try {
-      if(m->exporter)
-        m->exporter(ctx);
+      if(r->exportFn)
+        r->exportFn(ctx);
       else
-        ctx.emitDefault(m->opType, {}, {}, {});
+        ctx.emitDefault(r->opType, {}, {}, {});
     } catch(const Error& e) {
       std::string msg = e.what();
       if(msg.rfind("node '", 0) == 0) throw;
@@ -377,7 +332,7 @@ private:
   int64_t initializers_ = 0, initializerBytes_ = 0;
   std::string external_;
   std::vector<std::pair<std::string, Tensor>> deferred_;
-  int opset_ = kDefaultOpset;
+  int opset_ = kDefaultExportOpset;
   int floor_ = 0;
 };
 
@@ -435,6 +390,8 @@ std::string ExportCtxImpl::where() const {
 }  // namespace
 
 std::vector<std::pair<Node*, std::string>> nameGraphNodes(const GraphSpec& spec) {
+  ONYX_CHECK(spec.absentOutputs.empty(), "output '", spec.absentOutputs.empty() ? "" : spec.absentOutputs[0],
+             "' is an absent optional; a graph file holds tensor and sequence outputs only");
   ONYX_CHECK(!spec.outputs.empty() || !spec.sequenceOutputs.empty(), "the graph has no outputs");
   ExpressionGraph* graph = nullptr;
   std::vector<Node*> stack;
@@ -508,53 +465,6 @@ ExportResult exportOnnx(const GraphSpec& spec, const ExportOptions& options) {
       floor = n.opset;
     }
   }
-}
-
-int onnxMaxOpset() { return kMaxOpset; }
-
-int onnxCheckerMaxOpset() {
-  const auto& m = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  auto it = m.find("");
-  return it == m.end() ? 0 : it->second.second;
-}
-
-void checkOnnxModel(const std::string& bytes, const std::string& where) {
-  ::onnx::ModelProto m;
-  ONYX_CHECK(m.ParseFromString(bytes), where, ": ONNX checker: the model does not parse");
-  int opset = 0;
-  for(auto& o : m.opset_import())
-    if(o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
-  if(opset > onnxCheckerMaxOpset()) return;  // the linked libonnx does not know these schemas
-  // External data lives next to a file this model may not have yet: check
-  // the structure with the tensors' bytes in place instead.
-  for(auto& init : *m.mutable_graph()->mutable_initializer()) {
-    if(init.data_location() != ::onnx::TensorProto::EXTERNAL) continue;
-    size_t length = 0;
-    for(auto& e : init.external_data())
-      if(e.key() == "length") length = std::stoull(e.value());
-    init.clear_external_data();
-    init.set_data_location(::onnx::TensorProto::DEFAULT);
-    init.set_raw_data(std::string(length, '\0'));
-  }
-  try {
-    ::onnx::checker::check_model(m);
-    ::onnx::ShapeInferenceOptions opts{true, 1, false};  // check types, throw on errors
-    ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), opts);
-  } catch(const std::exception& e) {
-    std::string msg = e.what();
-    for(char& c : msg)
-      if(c == '\n') c = ' ';
-    throw Error(str(where, ": ONNX checker: ", msg));
-  }
-}
-
-void writeOnnxModel(const std::string& path, const ExportResult& r) {
-  if(!r.externalData.empty()) {
-    namespace fs = std::filesystem;
-    fs::path dir = fs::path(path).parent_path();
-    io::writeFileAtomic((dir / r.externalDataFile).string(), r.externalData);
-  }
-  io::writeFileAtomic(path, r.model);
 }
 
 }  // namespace onyx

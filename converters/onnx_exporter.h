@@ -7,8 +7,8 @@
 //   spec.outputs = {{"logits", y}};
 //   spec.dimNames["x"] = {"batch", ""};        // x's axis 0 stays symbolic
 //   auto r = exportOnnx(spec, {});              // opset 17 unless a node needs more
-//   checkOnnxModel(r.model, "mlp.onnx");        // ONNX checker + shape inference
-//   writeOnnxModel("mlp.onnx", r);              // temp file + rename
+//   checkOnnxModel(r.model, "mlp.onnx");        // onnx/checker.h: ONNX checker + shape inference
+//   writeOnnxModel("mlp.onnx", r);              // onnx/writer.h: temp file + rename
 #pragma once
 #include <cstdint>
 #include <map>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <onyx/graph/expression_graph.h>
+#include <onyx/onnx/writer.h>
 
 namespace onyx {
 
@@ -31,6 +32,9 @@ struct GraphSpec {
     Type elemType = Type::undefined;
   };
   std::vector<std::pair<std::string, Sequence>> sequenceOutputs;
+  // Outputs of an imported model that are absent optionals: no graph file
+  // holds one, so exporting or saving the spec fails naming them.
+  std::vector<std::string> absentOutputs;
   // Input name -> one entry per axis: a symbolic dim name, or "" for a fixed dim.
   std::map<std::string, std::vector<std::string>> dimNames;
   std::string graphName = "onyx";
@@ -48,10 +52,8 @@ struct ExportOptions {
   std::string externalDataFile;  // its name, relative to the model (default: <model file name>.data)
 };
 
-struct ExportResult {
-  std::string model;         // serialized ModelProto
-  std::string externalData;  // the external data file's bytes (empty: none)
-  std::string externalDataFile;
+// The model's bytes (what writeOnnxModel writes) and what it holds.
+struct ExportResult : OnnxModelBytes {
   int opset = 0;
   int64_t irVersion = 0;
   std::map<std::string, int> nodesByType;  // ONNX op type -> count
@@ -69,16 +71,5 @@ Tensor nodeHostValue(Node* n);
 
 // Throws onyx::Error naming the node and op when a node cannot be exported.
 ExportResult exportOnnx(const GraphSpec& spec, const ExportOptions& options = {});
-
-// Runs ONNX's checker and strict shape inference on a serialized model (as
-// far as the linked libonnx knows the opset; see onnxCheckerMaxOpset()).
-// Throws onyx::Error "<where>: ONNX checker: ...".
-void checkOnnxModel(const std::string& modelBytes, const std::string& where);
-int onnxCheckerMaxOpset();
-// The newest opset the exporter (and importer) handles.
-int onnxMaxOpset();
-
-// Writes the model (and its external data file, when there is one) atomically.
-void writeOnnxModel(const std::string& path, const ExportResult& r);
 
 }  // namespace onyx

@@ -2,22 +2,68 @@
 
 #include <functional>
 #include <set>
+#include <unordered_map>
+
+#include <onyx/converters/onnx_rules.h>
+#include <onyx/onnx/model_file.h>
+#include <onyx/onnx/tensor_proto.h>
 
 namespace onyx {
 
-Type onnxElemType(const ::onnx::TypeProto& t) {
-  switch(t.value_case()) {
-    case ::onnx::TypeProto::kTensorType: {
-      int e = t.tensor_type().elem_type();
-      return e > 0 && e < kNumTypes ? static_cast<Type>(e) : Type::undefined;
-    }
-    case ::onnx::TypeProto::kSequenceType: return onnxElemType(t.sequence_type().elem_type());
-    case ::onnx::TypeProto::kOptionalType: return onnxElemType(t.optional_type().elem_type());
-    default: return Type::undefined;
-  }
-}
-
 namespace {
+
+// One import of a model's graph: the scopes of values by name (the main
+// graph's, then each subgraph's being imported), and what the import found.
+class OnnxGraphImporter {
+public:
+  OnnxGraphImporter(const OnnxModelFile& file, const std::map<std::string, Tensor>& initializers,
+                    ExpressionGraph& graph, ImportOptions options)
+      : file_(file), initializers_(initializers), graph_(graph), options_(options) {}
+  // Builds the main graph with `inputs` bound. Returns its outputs by name.
+  std::map<std::string, OnnxValue> build(const std::map<std::string, OnnxValue>& inputs);
+  // Imports a subgraph (an If branch, a Loop body) with its formal inputs
+  // bound to `inputs`; the enclosing scopes stay visible.
+  std::vector<OnnxValue> importSubgraph(const ::onnx::GraphProto& g, const std::vector<OnnxValue>& inputs,
+                                        const std::string& where);
+
+  bool valueDependent() const { return valueDependent_; }
+  const std::map<std::string, Expr>& inputNodes() const { return inputNodes_; }
+  const std::vector<std::pair<Expr, Expr>>& stateUpdates() const { return stateUpdates_; }
+
+  // ---- used by the node context
+  OnnxValue lookup(const std::string& name) const;
+  bool isValueDependent(Node* n);
+  ExpressionGraph& graph() { return graph_; }
+  const OnnxModelFile& file() const { return file_; }
+  void markValueDependent() { valueDependent_ = true; }
+  bool training() const { return options_.trainable && !graph_.isInference(); }
+  bool trainable() const { return options_.trainable; }
+  // How many node inputs (in every graph of the model) read value `name`.
+  size_t uses(const std::string& name) const;
+  void addStateUpdate(Expr state, Expr next) { stateUpdates_.emplace_back(state, next); }
+  Type declaredType(const std::string& name) const;
+
+private:
+  // What the main graph and a subgraph share: g's nodes in order, then its
+  // outputs (its inputs and initializers are bound in the innermost scope).
+  // `outputWhat` prefixes the error for an output no node produces.
+  std::vector<OnnxValue> importBody(const ::onnx::GraphProto& g, const std::string& outputWhat);
+  void importNode(const ::onnx::NodeProto& node);
+  void bindScope(const std::string& name, OnnxValue v);
+
+  const OnnxModelFile& file_;
+  const std::map<std::string, Tensor>& initializers_;
+  ExpressionGraph& graph_;
+  ImportOptions options_;
+  std::vector<std::unordered_map<std::string, OnnxValue>> scopes_;
+  std::unordered_map<std::string, Type> declaredTypes_;
+  std::unordered_map<Node*, bool> dependsOnInput_;
+  std::map<std::string, Expr> inputNodes_;
+  bool valueDependent_ = false;
+  std::vector<std::pair<Expr, Expr>> stateUpdates_;
+  mutable std::unordered_map<std::string, size_t> uses_;
+  mutable bool usesCounted_ = false;
+};
 
 const char* attrTypeName(::onnx::AttributeProto::AttributeType t) {
   switch(t) {
@@ -41,6 +87,10 @@ public:
   NodeCtx(OnnxGraphImporter& imp, const ::onnx::NodeProto& node, int opset)
       : imp_(imp), node_(node), opset_(opset), outputs_(node.output_size()) {
     name_ = node.name().empty() ? (node.output_size() ? node.output(0) : node.op_type()) : node.name();
+    // consumed_inputs (ai.onnx opsets before 6) names the inputs an op may
+    // overwrite in place: a hint that Onyx's memory planning does not need,
+    // ignored here once for every op instead of in each import rule.
+    if((node.domain().empty() || node.domain() == "ai.onnx") && opset < 6) read_.insert("consumed_inputs");
   }
 
   const std::string& opType() const override { return node_.op_type(); }
@@ -144,7 +194,7 @@ public:
   }
   void ignoreAttr(const char* name) override { read_.insert(name); }
   std::vector<OnnxValue> subgraph(const char* name, const std::vector<OnnxValue>& inputs) override {
-    return imp_.importGraph(graphAttr(name), inputs, where() + ": attribute '" + name + "'");
+    return imp_.importSubgraph(graphAttr(name), inputs, where() + ": attribute '" + name + "'");
   }
   size_t subgraphNumInputs(const char* name) override { return static_cast<size_t>(graphAttr(name).input_size()); }
   size_t subgraphNumOutputs(const char* name) override { return static_cast<size_t>(graphAttr(name).output_size()); }
@@ -198,20 +248,6 @@ private:
   std::set<size_t> set_;
   std::vector<OnnxValue> outputs_;
 };
-
-}  // namespace
-
-OnnxGraphImporter::OnnxGraphImporter(const OnnxModelFile& file, const std::map<std::string, Tensor>& initializers,
-                                     ExpressionGraph& graph, ImportOptions options)
-    : file_(file), initializers_(initializers), graph_(graph), options_(options) {
-  auto note = [&](const ::onnx::ValueInfoProto& v) {
-    Type t = onnxElemType(v.type());
-    if(t != Type::undefined) declaredTypes_[v.name()] = t;
-  };
-  const auto& g = file_.proto.graph();
-  for(const auto& v : g.value_info()) note(v);
-  for(const auto& v : g.output()) note(v);
-}
 
 size_t OnnxGraphImporter::uses(const std::string& name) const {
   if(!usesCounted_) {  // once, on first use (only training imports ask)
@@ -285,12 +321,12 @@ void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
   if(opset < 0)
     throw Error(str("node '", nodeName, "' (", node.op_type(), "): domain '", domShown,
                     "' is not in the model's opset_import"));
-  const OnnxImportEntry* rule = findOnnxImport(dom, node.op_type(), opset);
+  const OnnxRule* rule = findOnnxImport(dom, node.op_type(), opset);
   if(!rule) {
     std::string known;
-    for(const auto& e : onnxImportTable())
-      if(e.opType == node.op_type() && (e.domain == dom || (e.domain.empty() && dom == "ai.onnx")))
-        known += str(known.empty() ? "" : ", ", e.since, e.until >= (1 << 30) ? "+" : str("-", e.until));
+    for(const OnnxRule& r : onnxImportTable())
+      if(r.opType == node.op_type() && (r.domain == dom || (r.domain.empty() && dom == "ai.onnx")))
+        known += str(known.empty() ? "" : ", ", r.since, r.until >= kOpsetOpen ? "+" : str("-", r.until));
     if(known.empty())
       throw Error(str("node '", nodeName, "' (", node.op_type(), ", domain ", domShown, ", opset ", opset,
                       "): unsupported op"));
@@ -308,7 +344,7 @@ void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
       }
     }
   try {
-    rule->fn(ctx);
+    rule->importFn(ctx);
   } catch(const Error& e) {
     std::string msg = e.what();
     if(msg.rfind(ctx.where(), 0) == 0) throw;  // already names the node
@@ -325,15 +361,7 @@ void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
   }
 }
 
-std::vector<OnnxValue> OnnxGraphImporter::importGraph(const ::onnx::GraphProto& g, const std::vector<OnnxValue>& inputs,
-                                                      const std::string& where) {
-  if(static_cast<size_t>(g.input_size()) != inputs.size())
-    throw Error(str(where, ": the subgraph takes ", g.input_size(), " inputs, given ", inputs.size()));
-  scopes_.emplace_back();
-  struct Pop {
-    std::vector<std::unordered_map<std::string, OnnxValue>>& s;
-    ~Pop() { s.pop_back(); }
-  } pop{scopes_};
+std::vector<OnnxValue> OnnxGraphImporter::importBody(const ::onnx::GraphProto& g, const std::string& outputWhat) {
   for(const auto& v : g.value_info()) {
     Type t = onnxElemType(v.type());
     if(t != Type::undefined) declaredTypes_[v.name()] = t;
@@ -342,19 +370,31 @@ std::vector<OnnxValue> OnnxGraphImporter::importGraph(const ::onnx::GraphProto& 
     Type t = onnxElemType(v.type());
     if(t != Type::undefined) declaredTypes_[v.name()] = t;
   }
-  for(const auto& init : g.initializer())
-    bindScope(init.name(), OnnxValue::of(graph_.constant(tensorFromOnnx(init, file_.dir, where + ": initializer '" + init.name() + "'"))));
-  for(int i = 0; i < g.input_size(); ++i) bindScope(g.input(i).name(), inputs[static_cast<size_t>(i)]);
   for(const auto& n : g.node()) importNode(n);
   std::vector<OnnxValue> out;
   for(const auto& o : g.output()) {
     try {
       out.push_back(lookup(o.name()));
     } catch(const Error& e) {
-      throw Error(str(where, ": output ", e.what()));
+      throw Error(str(outputWhat, " ", e.what()));
     }
   }
   return out;
+}
+
+std::vector<OnnxValue> OnnxGraphImporter::importSubgraph(const ::onnx::GraphProto& g,
+                                                         const std::vector<OnnxValue>& inputs, const std::string& where) {
+  if(static_cast<size_t>(g.input_size()) != inputs.size())
+    throw Error(str(where, ": the subgraph takes ", g.input_size(), " inputs, given ", inputs.size()));
+  scopes_.emplace_back();
+  struct Pop {
+    std::vector<std::unordered_map<std::string, OnnxValue>>& s;
+    ~Pop() { s.pop_back(); }
+  } pop{scopes_};
+  for(const auto& init : g.initializer())
+    bindScope(init.name(), OnnxValue::of(graph_.constant(tensorFromOnnx(init, file_.dir, where + ": initializer '" + init.name() + "'"))));
+  for(int i = 0; i < g.input_size(); ++i) bindScope(g.input(i).name(), inputs[static_cast<size_t>(i)]);
+  return importBody(g, where + ": output");
 }
 
 std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::string, OnnxValue>& inputs) {
@@ -423,18 +463,66 @@ std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::st
       bindScope(in.name(), v);
       if(t->kind() == NodeKind::Input) inputNodes_[in.name()] = t;
     }
-    for(const auto& n : g.node()) importNode(n);
+    std::vector<OnnxValue> values = importBody(g, "graph output");
     std::map<std::string, OnnxValue> out;
-    for(const auto& o : g.output()) {
-      try {
-        out[o.name()] = lookup(o.name());
-      } catch(const Error& e) {
-        throw Error(str("graph output ", e.what()));
-      }
-    }
+    for(int i = 0; i < g.output_size(); ++i) out[g.output(i).name()] = values[static_cast<size_t>(i)];
     return out;
   } catch(const Error& e) {
     throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+ImportedGraph importOnnxGraph(const OnnxModelFile& file, const std::map<std::string, Tensor>& initializers,
+                              ExpressionGraph& graph, const std::map<std::string, OnnxValue>& inputs,
+                              ImportOptions options) {
+  OnnxGraphImporter imp(file, initializers, graph, options);
+  ImportedGraph r;
+  r.outputs = imp.build(inputs);
+  r.valueDependent = imp.valueDependent();
+  r.inputNodes = imp.inputNodes();
+  r.stateUpdates = imp.stateUpdates();
+  const auto& proto = file.proto;
+  for(const auto& o : proto.graph().output()) {
+    const OnnxValue& v = r.outputs.at(o.name());
+    if(v.kind == OnnxValue::Kind::Tensor)
+      r.spec.outputs.emplace_back(o.name(), v.tensor);
+    else if(v.kind == OnnxValue::Kind::Sequence)
+      r.spec.sequenceOutputs.emplace_back(o.name(), GraphSpec::Sequence{v.sequence, v.elemType});
+    else
+      r.spec.absentOutputs.push_back(o.name());
+  }
+  // The symbolic dims of the tensor inputs given (an initializer's input is
+  // a weight, not an input of the graph file).
+  for(const auto& in : proto.graph().input()) {
+    auto given = inputs.find(in.name());
+    if(initializers.count(in.name()) || given == inputs.end() || given->second.kind != OnnxValue::Kind::Tensor) continue;
+    const ::onnx::TypeProto* t = &in.type();
+    if(t->has_sequence_type()) t = &t->sequence_type().elem_type();
+    else if(t->has_optional_type()) t = &t->optional_type().elem_type();
+    if(!t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+    std::vector<std::string> names;
+    bool symbolic = false;
+    for(const auto& d : t->tensor_type().shape().dim()) {
+      names.push_back(d.has_dim_param() ? d.dim_param() : "");
+      symbolic = symbolic || !names.back().empty();
+    }
+    if(symbolic) r.spec.dimNames[in.name()] = names;
+  }
+  r.spec.graphName = proto.graph().name();
+  r.spec.docString = proto.doc_string();
+  r.spec.producerName = proto.producer_name().empty() ? "onyx" : proto.producer_name();
+  r.spec.producerVersion = proto.producer_version();
+  for(const auto& n : proto.graph().node())
+    if(!n.doc_string().empty() && n.output_size() > 0) r.spec.nodeDocStrings[n.output(0)] = n.doc_string();
+  return r;
+}
+
+void applyStateUpdates(const ImportedGraph& g) {
+  for(const auto& [state, next] : g.stateUpdates) {
+    ONYX_CHECK(next->val(), "applyStateUpdates: the value for '", state->name(), "' is not computed; call forward() first");
+    state->val()->copyFrom(*next->val());
   }
 }
 

@@ -1,72 +1,57 @@
-// ONNX graph -> ExpressionGraph. Internal to the library and the tools; users
-// go through Model/Session (converters/model.h).
+// ONNX graph -> ExpressionGraph. Every node imports through the one rule
+// table (converters/onnx_rules.h); control flow builds the branch taken and
+// unrolls loops, so the graph holds for the input values given. Users go
+// through the runtime (runtime/model.h: importGraph, runtime/session.h).
 #pragma once
 #include <map>
-#include <memory>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include <onyx/converters/onnx_exporter.h>
+#include <onyx/core/tensor.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/onnx_import.h>
-#include <onyx/onnx/onnx_model.h>
 
 namespace onyx {
 
+struct OnnxModelFile;  // onnx/model_file.h (protobuf stays out of this header)
+
 struct ImportOptions {
-  bool trainable = false;  // initializers become trainable params (else shared constants)
+  // Float initializers become trainable params (else shared constants), and,
+  // with the graph not in inference mode, layers with running statistics
+  // normalise with the batch's (see OnnxImportCtx::training()).
+  bool trainable = false;
 };
 
-class OnnxGraphImporter {
-public:
-  OnnxGraphImporter(const OnnxModelFile& file, const std::map<std::string, Tensor>& initializers,
-                    ExpressionGraph& graph, ImportOptions options = {});
-  // Builds the main graph with `inputs` bound (input tensors become input
-  // nodes; sequences and optionals become constants). Returns the graph's
-  // outputs by name. Errors name the file, node, op and opset.
-  std::map<std::string, OnnxValue> build(const std::map<std::string, OnnxValue>& inputs);
-  // Whether the structure read data that depends on input values.
-  bool valueDependent() const { return valueDependent_; }
+// A model's graph imported into an ExpressionGraph for some input values.
+struct ImportedGraph {
+  // The tensor and sequence outputs named as in the model (absent optional
+  // outputs in absentOutputs), the model's symbolic input dims for the tensor
+  // inputs given, graph name, producer and doc strings: what a graph file
+  // (ONNX or native) writes.
+  GraphSpec spec;
+  // Every graph output by name, absent optionals included (what a session returns).
+  std::map<std::string, OnnxValue> outputs;
   // Input nodes created for tensor inputs, by name (for rebinding).
-  const std::map<std::string, Expr>& inputNodes() const { return inputNodes_; }
-  // Buffers to update after a training step: (param, its next value).
-  const std::vector<std::pair<Expr, Expr>>& stateUpdates() const { return stateUpdates_; }
-
-  // ---- used by the node context
-  OnnxValue lookup(const std::string& name) const;
-  bool isValueDependent(Node* n);
-  std::vector<OnnxValue> importGraph(const ::onnx::GraphProto& g, const std::vector<OnnxValue>& inputs,
-                                     const std::string& where);
-  ExpressionGraph& graph() { return graph_; }
-  const OnnxModelFile& file() const { return file_; }
-  void markValueDependent() { valueDependent_ = true; }
-  bool training() const { return options_.trainable && !graph_.isInference(); }
-  bool trainable() const { return options_.trainable; }
-  // How many node inputs (in every graph of the model) read value `name`.
-  size_t uses(const std::string& name) const;
-  void addStateUpdate(Expr state, Expr next) { stateUpdates_.emplace_back(state, next); }
-  Type declaredType(const std::string& name) const;
-
-private:
-  void importNode(const ::onnx::NodeProto& node);
-  void bindScope(const std::string& name, OnnxValue v);
-
-  const OnnxModelFile& file_;
-  const std::map<std::string, Tensor>& initializers_;
-  ExpressionGraph& graph_;
-  ImportOptions options_;
-  std::vector<std::unordered_map<std::string, OnnxValue>> scopes_;
-  std::unordered_map<std::string, Type> declaredTypes_;
-  std::unordered_map<Node*, bool> dependsOnInput_;
-  std::map<std::string, Expr> inputNodes_;
-  bool valueDependent_ = false;
-  std::vector<std::pair<Expr, Expr>> stateUpdates_;
-  mutable std::unordered_map<std::string, size_t> uses_;
-  mutable bool usesCounted_ = false;
+  std::map<std::string, Expr> inputNodes;
+  // The structure read input values (NonZero, If on an input, ...): the
+  // graph holds for these values only.
+  bool valueDependent = false;
+  // Buffers to update after a training step (BatchNormalization's running
+  // mean and variance, non-trainable params): (param, its next value).
+  std::vector<std::pair<Expr, Expr>> stateUpdates;
 };
 
-// Element type and dims of a TypeProto's tensor (or sequence element).
-Type onnxElemType(const ::onnx::TypeProto& t);
+// Builds the model's main graph into `graph` with `inputs` bound by name
+// (tensors as the graph's input nodes; sequences and optionals as given);
+// `initializers` are the model's, decoded once (Model::initializers()).
+// Errors are one-line onyx::Errors naming the file, node, op and opset.
+ImportedGraph importOnnxGraph(const OnnxModelFile& file, const std::map<std::string, Tensor>& initializers,
+                              ExpressionGraph& graph, const std::map<std::string, OnnxValue>& inputs,
+                              ImportOptions options = {});
+
+// Copies each state update's computed value into its param (after forward()).
+void applyStateUpdates(const ImportedGraph& g);
 
 }  // namespace onyx

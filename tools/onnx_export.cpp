@@ -10,7 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include <onyx/converters/native_model.h>
-#include <onyx/onnx/onnx_model.h>
+#include <onyx/onnx/checker.h>
+#include <onyx/onnx/model_file.h>
 
 #include "tool_common.h"
 

@@ -26,6 +26,7 @@
 #include <onyx/converters/native_model.h>
 #include <onyx/core/device_backend.h>
 #include <onyx/io/npz.h>
+#include <onyx/onnx/checker.h>
 
 #include "tool_common.h"
 

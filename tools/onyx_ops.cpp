@@ -10,18 +10,18 @@ using namespace onyx;
 namespace {
 
 std::string onnxColumn(const OpDef& op) {
-  if(op.onnxMappings.empty()) return "— (" + op.noOnnxWhy + ")";
+  if(op.onnxRules.empty()) return "— (" + op.noOnnxWhy + ")";
   std::string s;
-  for(auto& m : op.onnxMappings) {
+  for(const OnnxRule& r : op.onnxRules) {
     if(!s.empty()) s += ", ";
-    if(!m.importable) {
-      s += "composite export " + std::to_string(m.since);
-      s += m.until >= (1 << 30) ? "+" : "–" + std::to_string(m.until);
+    if(!r.importable()) {
+      s += "composite export " + std::to_string(r.since);
+      s += r.until >= kOpsetOpen ? "+" : "–" + std::to_string(r.until);
       if(!op.noOnnxWhy.empty()) s += " (" + op.noOnnxWhy + ")";
       continue;
     }
-    s += (m.domain.empty() ? "" : m.domain + ".") + m.opType + " " + std::to_string(m.since);
-    s += m.until >= (1 << 30) ? "+" : "–" + std::to_string(m.until);
+    s += (r.domain.empty() ? "" : r.domain + ".") + r.opType + " " + std::to_string(r.since);
+    s += r.until >= kOpsetOpen ? "+" : "–" + std::to_string(r.until);
   }
   return s;
 }

@@ -6,7 +6,8 @@
 
 #include <onyx/io/npz.h>
 #include <onnx/onnx-data_pb.h>
-#include <onyx/onnx/onnx_model.h>
+#include <onyx/onnx/model_file.h>
+#include <onyx/onnx/tensor_proto.h>
 
 namespace onyx {
 namespace tools {

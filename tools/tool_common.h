@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <onyx/converters/model.h>
+#include <onyx/runtime/session.h>
 
 namespace onyx {
 namespace tools {

@@ -1,9 +1,10 @@
-// How a graph node becomes ONNX nodes. This header is the contract between the
-// op families (src/ops/*.cpp, which say how each op exports, next to the op
-// and its import) and the exporter in converters/ (which writes the protobuf
-// and implements OnnxExportCtx). Protobuf never leaks into src/.
+// How a graph node becomes ONNX nodes: the export context, the contract
+// between the ONNX rules of the registry ops (graph/onnx_rule.h; src/ops/*.cpp
+// say how each op exports, next to the op and its import) and the exporter in
+// converters/ (which writes the protobuf and implements OnnxExportCtx).
+// Protobuf never leaks into src/.
 //
-// The exporter picks, for a node, the first ONNX mapping of its op whose
+// The exporter picks, for a node, the first ONNX rule of its op whose
 // opset range holds the target opset (`.onnx("Resize", 10)` before
 // `.onnx("Upsample", 7)` makes Resize win at 10+). With no `.exporter(fn)`
 // the default export applies: the node's inputs in order, each attribute of
@@ -27,6 +28,7 @@
 #include <onyx/core/tensor.h>
 #include <onyx/graph/attrs.h>
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 

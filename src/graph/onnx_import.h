@@ -1,18 +1,19 @@
-// How an ONNX node becomes graph expressions. This header is the contract
-// between the op families (src/ops/*.cpp, which say how each ONNX op imports,
-// next to the op itself) and the importer in converters/ (which parses the
-// protobuf and implements OnnxImportCtx). Protobuf never leaks into src/.
+// How an ONNX node becomes graph expressions: the import context, the
+// contract between the ONNX rules' import functions (graph/onnx_rule.h: on
+// registry ops in src/ops, composites in converters/) and the importer in
+// converters/ (which parses the protobuf and implements OnnxImportCtx).
+// Protobuf never leaks into src/.
 //
-// Two ways to declare an import, both in the family file of the op:
-//   1. On a registry op's mapping:   ONYX_OP(kRelu, "relu")...onnx("Relu", 6)
-//      With no .importer(fn), the default import applies: ONNX inputs map to
-//      the op's inputs in order, ONNX attributes to the op's attributes of the
-//      same name, and the node has one output.
-//        ...onnx("Gemm", 7).importer([](OnnxImportCtx& c) { ... })
-//   2. For an ONNX op that is a composite of registry ops (no op of its own):
-//        ONYX_ONNX_IMPORT(kHardSigmoid, "HardSigmoid", 6).importer([](OnnxImportCtx& c) {...});
-//      with .until(n) and .domain("com.microsoft") when needed.
-// Opset ranges are in the model's opset for the node's domain (inclusive).
+// An import function reads the node's inputs and attributes, builds
+// expressions and sets the outputs:
+//   ...onnx("Swish", 24).importer([](OnnxImportCtx& c) {
+//        double alpha = c.attrFloat("alpha", 1.0);
+//        Expr x = c.input(0);
+//        c.setOutput(0, alpha == 1.0 ? swish(x) : x * sigmoid(x * alpha));
+//      })
+// An attribute the function never reads is an import error naming it (so a
+// rule cannot silently drop an attribute), except consumed_inputs of opsets
+// before 6, an in-place hint that the importer ignores for every op.
 #pragma once
 #include <functional>
 #include <string>
@@ -21,6 +22,7 @@
 #include <onyx/core/error.h>
 #include <onyx/core/tensor.h>
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -141,44 +143,5 @@ public:
 private:
   [[noreturn]] void failMsg(const std::string& msg) const;
 };
-
-using OnnxImportFn = std::function<void(OnnxImportCtx&)>;
-
-// An import rule for an ONNX op that has no registry op of its own.
-struct OnnxImportRule {
-  std::string opType;
-  std::string domainName;  // "" is the default ONNX domain ("ai.onnx")
-  int since = 1;
-  int untilOpset = 1 << 30;  // inclusive
-  OnnxImportFn fn;
-  std::string file;
-  OnnxImportRule& until(int v) { untilOpset = v; return *this; }
-  OnnxImportRule& domain(std::string d) { domainName = std::move(d); return *this; }
-  OnnxImportRule& importer(OnnxImportFn f) { fn = std::move(f); return *this; }
-};
-
-// Every import rule: composites declared with ONYX_ONNX_IMPORT plus one per
-// registry op mapping. Built on first use.
-struct OnnxImportEntry {
-  std::string opType, domain;
-  int since, until;
-  OnnxImportFn fn;
-  std::string source;  // registry op name, or the declaring file for composites
-};
-OnnxImportRule& defineOnnxImport(const std::string& opType, int since, const char* file);
-std::vector<OnnxImportEntry> onnxImportTable();
-// The rule for (domain, opType) at the model's opset, or nullptr.
-const OnnxImportEntry* findOnnxImport(const std::string& domain, const std::string& opType, int opset);
-
-#ifndef ONYX_GPU_PLUGIN
-#define ONYX_ONNX_IMPORT(var, opType, since) \
-  static ::onyx::OnnxImportRule& var = ::onyx::defineOnnxImport(opType, since, __FILE__)
-#else
-// The CUDA plugin's second compile of a functor family (see ONYX_OP) is for
-// GPU kernels only: its import rules are libonyx's, not registered again.
-#define ONYX_ONNX_IMPORT(var, opType, since) \
-  static ::onyx::OnnxImportRule var##NotRegistered;  \
-  [[maybe_unused]] static ::onyx::OnnxImportRule& var = var##NotRegistered
-#endif
 
 }  // namespace onyx

@@ -1,6 +1,6 @@
 // The op registry: one OpDef per op, declared once in its family file under
 // src/ops with everything about it side by side (name, attributes, shape
-// inference, kernels, backward, ONNX mapping). Graph building, execution,
+// inference, kernels, backward, ONNX rules). Graph building, execution,
 // autodiff, the importer/exporter, docs and the test harness all loop over it.
 #pragma once
 #include <functional>
@@ -10,14 +10,13 @@
 #include <vector>
 
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
 struct InferCtx;
 struct KernelCtx;
 struct GradCtx;
-struct OnnxImportCtx;  // defined by converters/
-struct OnnxExportCtx;
 
 using InferFn = std::function<void(InferCtx&)>;
 using KernelFn = std::function<void(KernelCtx&)>;
@@ -28,16 +27,6 @@ using BackwardFn = std::function<void(GradCtx&)>;
 // libonyx; the CUDA plugin compiles the functor families again for it).
 struct Kernels {
   KernelFn cpu, gpu;
-};
-
-struct OnnxMapping {
-  std::string opType;
-  std::string domain;  // "" is the default ONNX domain
-  int since = 1;
-  int until = 1 << 30;  // inclusive
-  std::function<void(OnnxImportCtx&)> importer;  // filled by the ONNX issues
-  std::function<void(OnnxExportCtx&)> exporter;
-  bool importable = true;  // false: an export-only composite form (opType "")
 };
 
 struct OpDef {
@@ -53,7 +42,7 @@ struct OpDef {
   KernelFn kernels[2];
   BackwardFn backwardFn;
   std::string notDifferentiableWhy;
-  std::vector<OnnxMapping> onnxMappings;
+  std::vector<OnnxRule> onnxRules;  // see graph/onnx_rule.h
   std::string noOnnxWhy;
   bool isStochastic = false;
   // Why the GPU runs this op's CPU kernel on host copies of the inputs and
@@ -87,27 +76,30 @@ struct OpDef {
   OpDef& gpuOnHost(std::string why) { gpuOnHostWhy = std::move(why); return *this; }
   OpDef& backward(BackwardFn f) { backwardFn = std::move(f); return *this; }
   OpDef& notDifferentiable(std::string why) { notDifferentiableWhy = std::move(why); return *this; }
-  OpDef& onnx(std::string opType, int since, int until = 1 << 30) {
-    onnxMappings.push_back({std::move(opType), "", since, until, nullptr, nullptr});
+  // An ONNX rule of this op (graph/onnx_rule.h): ONNX op `opType` of the
+  // default domain at opsets since..until.
+  OpDef& onnx(std::string opType, int since, int until = kOpsetOpen) {
+    onnxRules.push_back({"", std::move(opType), since, until, nullptr, nullptr, name});
     return *this;
   }
-  // The import of the last .onnx() mapping (default: inputs in order,
+  // The import of the last .onnx() rule (default: inputs in order,
   // attributes by name, one output; see graph/onnx_import.h).
-  OpDef& importer(std::function<void(OnnxImportCtx&)> f) {
-    ONYX_ASSERT(!onnxMappings.empty(), name, ": importer() before onnx()");
-    onnxMappings.back().importer = std::move(f);
+  OpDef& importer(OnnxImportFn f) {
+    ONYX_ASSERT(!onnxRules.empty(), name, ": importer() before onnx()");
+    onnxRules.back().importFn = std::move(f);
     return *this;
   }
-  OpDef& exporter(std::function<void(OnnxExportCtx&)> f) {
-    ONYX_ASSERT(!onnxMappings.empty(), name, ": exporter() before onnx()");
-    onnxMappings.back().exporter = std::move(f);
+  OpDef& exporter(OnnxExportFn f) {
+    ONYX_ASSERT(!onnxRules.empty(), name, ": exporter() before onnx()");
+    onnxRules.back().exportFn = std::move(f);
     return *this;
   }
   OpDef& noOnnx(std::string why) { noOnnxWhy = std::move(why); return *this; }
   // A composite ONNX form for an op with no ONNX op of its own (see
   // graph/onnx_export.h): from target opset `since` on, `f` emits the nodes.
-  OpDef& onnxExport(int since, std::function<void(OnnxExportCtx&)> f, int until = 1 << 30) {
-    onnxMappings.push_back({"", "", since, until, nullptr, std::move(f), false});
+  // Export only: an ONNX file never imports back into this op.
+  OpDef& onnxExport(int since, OnnxExportFn f, int until = kOpsetOpen) {
+    onnxRules.push_back({"", "", since, until, nullptr, std::move(f), name});
     return *this;
   }
   OpDef& stochastic() { isStochastic = true; return *this; }

@@ -1,7 +1,7 @@
 // Convolution and pooling: conv (im2col + GEMM), conv_transpose (GEMM +
 // col2im), conv_grad_weight, max_pool (+ indices), average_pool (+ its
-// adjoint), and the ONNX imports of Conv, ConvTranspose, ConvInteger, the
-// pools, global pools and MaxUnpool.
+// adjoint), and the ONNX imports of Conv, ConvTranspose and the pools (those
+// of ConvInteger, LpPool, the global pools and MaxUnpool are in converters/).
 //
 // Kernels see every input as having 3 spatial dims: the real 1 to 3 dims are
 // the last ones, the missing leading ones have size 1 (kernel 1, stride 1,
@@ -392,6 +392,8 @@ Expr biasGrad(Expr dy) {
   return sum(dy, axes, false);
 }
 
+}  // namespace
+
 // ONNX auto_pad / pads -> explicit pads for x's spatial dims.
 std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::vector<int64_t>& kernel,
                                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
@@ -442,6 +444,8 @@ void checkSpatialInput(OnnxImportCtx& c, Expr x) {
   c.check(x->shape().rank() >= 3 && x->shape().rank() <= 5, "input of shape ", x->shape(),
           " is not [N, C, spatial..] with 1 to 3 spatial dims");
 }
+
+namespace {
 
 // ------------------------------------------------------------- ONNX export
 
@@ -762,30 +766,6 @@ Expr conv_grad_weight(Expr x, Expr dy, const std::vector<int64_t>& kernel, const
   return x->graph()->make(kConvGradWeight, {x, dy}, l);
 }
 
-// ConvInteger: conv of (x - x_zero_point) and (w - w_zero_point) in int32.
-ONYX_ONNX_IMPORT(kConvIntegerImport, "ConvInteger", 10).importer([](OnnxImportCtx& c) {
-  Expr x = cast(c.input(0), Type::int32), W = cast(c.input(1), Type::int32);
-  checkSpatialInput(c, x);
-  const int nd = x->shape().rank() - 2;
-  if(Expr xz = optionalInput(c, 2)) x = x - cast(xz, Type::int32);
-  if(Expr wz = optionalInput(c, 3)) {
-    Expr z = cast(wz, Type::int32);
-    if(z->shape().rank() == 1 && z->shape()[0] > 1) {
-      std::vector<int64_t> s(size_t(nd + 2), 1);
-      s[0] = z->shape()[0];
-      z = reshape(z, s);
-    }
-    W = W - z;
-  }
-  ConvOptions o;
-  std::vector<int64_t> k = importKernelFromW(c, W);
-  o.strides = importList(c, "strides", nd, 1);
-  o.dilations = importList(c, "dilations", nd, 1);
-  o.group = c.attrInt("group", 1);
-  o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
-  c.setOutput(0, conv(x, W, nullptr, o));
-});
-
 // ---------------------------------------------------------------- pooling
 
 namespace {
@@ -972,6 +952,8 @@ AttrList poolAttrs(const std::vector<int64_t>& kernel, const PoolOptions& o) {
           {"ceil_mode", attr(o.ceilMode)}};
 }
 
+}  // namespace
+
 // Reads the attributes shared by the ONNX pools into kernel and options.
 std::vector<int64_t> importPool(OnnxImportCtx& c, Expr x, PoolOptions& o) {
   checkSpatialInput(c, x);
@@ -984,6 +966,8 @@ std::vector<int64_t> importPool(OnnxImportCtx& c, Expr x, PoolOptions& o) {
   o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
   return k;
 }
+
+namespace {
 
 // MaxPool (max_pool; max_pool_indices as its second output) or AveragePool.
 // Lists holding ONNX's defaults are left out. ceil_mode is written only where
@@ -1254,69 +1238,5 @@ Expr max_unpool(Expr x, Expr indices, const Shape& outputShape) {
                                reshape(x, std::vector<int64_t>{-1}), "none");
   return reshape(flat, outputShape);
 }
-
-namespace {
-double importP(OnnxImportCtx& c) {
-  // LpPool-1 / GlobalLpPool-1 have a float p, later opsets an int.
-  double p = c.opset() < 2 ? c.attrFloat("p", 2.0) : double(c.attrInt("p", 2));
-  c.check(p > 0, "p must be > 0, got ", p);
-  return p;
-}
-}  // namespace
-
-ONYX_ONNX_IMPORT(kLpPoolImport, "LpPool", 1).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0);
-  PoolOptions o;
-  std::vector<int64_t> k = importPool(c, x, o);
-  c.setOutput(0, lp_pool(x, importP(c), k, o));
-});
-
-ONYX_ONNX_IMPORT(kGlobalAvgPoolImport, "GlobalAveragePool", 1).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0);
-  c.check(x->shape().rank() >= 3, "input of shape ", x->shape(), " is not [N, C, spatial..]");
-  c.setOutput(0, global_average_pool(x));
-});
-
-ONYX_ONNX_IMPORT(kGlobalMaxPoolImport, "GlobalMaxPool", 1).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0);
-  c.check(x->shape().rank() >= 3, "input of shape ", x->shape(), " is not [N, C, spatial..]");
-  c.setOutput(0, global_max_pool(x));
-});
-
-ONYX_ONNX_IMPORT(kGlobalLpPoolImport, "GlobalLpPool", 1).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0);
-  c.check(x->shape().rank() >= 3, "input of shape ", x->shape(), " is not [N, C, spatial..]");
-  c.setOutput(0, global_lp_pool(x, importP(c)));
-});
-
-ONYX_ONNX_IMPORT(kMaxUnpoolImport, "MaxUnpool", 9).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0), idx = c.input(1);
-  checkSpatialInput(c, x);
-  const int nd = x->shape().rank() - 2;
-  std::vector<int64_t> k = c.attrInts("kernel_shape", {});
-  c.check(k.size() == size_t(nd), "kernel_shape must have ", nd, " entries, got ", k.size());
-  std::vector<int64_t> strides = importList(c, "strides", nd, 1);
-  std::vector<int64_t> pads = c.attrInts("pads", {});
-  if(pads.empty()) pads.assign(size_t(2 * nd), 0);
-  c.check(pads.size() == size_t(2 * nd), "pads must have ", 2 * nd, " entries, got ", pads.size());
-  // Indices address the shape the pool's input had (inferred from the
-  // attributes); a given output_shape pads (or cuts) that at the end of each dim.
-  std::vector<int64_t> inferred{x->shape()[0], x->shape()[1]};
-  for(int i = 0; i < nd; ++i) {
-    size_t u = size_t(i);
-    inferred.push_back((x->shape()[2 + i] - 1) * strides[u] + k[u] - pads[u] - pads[u + size_t(nd)]);
-  }
-  Expr y = max_unpool(x, idx, Shape(inferred));
-  if(c.numInputs() > 2 && c.hasInput(2)) {
-    std::vector<int64_t> out = c.ints(2);
-    c.check(out.size() == size_t(nd + 2), "output_shape must have ", nd + 2, " entries, got ", out.size());
-    if(out != inferred) {
-      std::vector<int64_t> grow(size_t(2 * (nd + 2)), 0);
-      for(size_t i = 0; i < out.size(); ++i) grow[i + out.size()] = out[i] - inferred[i];
-      y = pad(y, grow);
-    }
-  }
-  c.setOutput(0, y);
-});
 
 }  // namespace onyx

@@ -8,6 +8,7 @@
 
 #include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -82,5 +83,22 @@ struct PoolGeom {
 };
 PoolGeom poolGeom(const Attrs& a, const Shape& x, const Shape& y);
 }  // namespace ops
+
+// ---- ONNX import helpers, shared by the import rules of src/ops/conv.cpp and
+// the composites of converters/import_pooling.cpp and import_quantization.cpp.
+
+// ONNX auto_pad / pads -> explicit pads for x's spatial dims.
+std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::vector<int64_t>& kernel,
+                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations);
+// List attribute `name` with one entry per spatial dim (absent: all `def`).
+std::vector<int64_t> importList(OnnxImportCtx& c, const char* name, int nd, int64_t def);
+// Kernel shape from W, checked against the optional kernel_shape attribute.
+std::vector<int64_t> importKernelFromW(OnnxImportCtx& c, Expr W);
+// Input i, or a null Expr when the node leaves the optional input out.
+Expr optionalInput(OnnxImportCtx& c, size_t i);
+// Fails unless x is [N, C, spatial..] with 1 to 3 spatial dims.
+void checkSpatialInput(OnnxImportCtx& c, Expr x);
+// Reads the attributes shared by the ONNX pools into kernel and options.
+std::vector<int64_t> importPool(OnnxImportCtx& c, Expr x, PoolOptions& o);
 
 }  // namespace onyx

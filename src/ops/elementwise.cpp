@@ -68,6 +68,8 @@ struct SafeDiv {
   }
 };
 
+}  // namespace
+
 // Folds the ONNX node's inputs (1..n, broadcasting) with a binary op: the
 // import of the variadic Sum/Max/Min.
 Expr foldInputs(OnnxImportCtx& c, Expr (*f)(Expr, Expr)) {
@@ -77,6 +79,8 @@ Expr foldInputs(OnnxImportCtx& c, Expr (*f)(Expr, Expr)) {
   for(size_t i = 1; i < n; ++i) y = f(y, c.input(i));
   return y;
 }
+
+namespace {
 
 // Every input bool; the output is their broadcast, bool.
 void inferLogic(InferCtx& c) {
@@ -209,6 +213,8 @@ Expr foldHalfMatmul(OnnxImportCtx& c, Expr x, Type to) {
                 {{"transA", a.i("transA")}, {"transB", a.i("transB")}, {"alpha", a.f("alpha")}});
 }
 
+}  // namespace
+
 // Cast / CastLike to `to`: saturate (19+) and round_mode (24+) steer the
 // float8 targets.
 void importCast(OnnxImportCtx& c, Type to) {
@@ -225,6 +231,8 @@ void importCast(OnnxImportCtx& c, Type to) {
   }
   c.setOutput(0, cast(c.input(0), to, saturate, mode));
 }
+
+namespace {
 
 // a == b on string tensors (broadcasting), computed now.
 Tensor equalStrings(const Tensor& a, const Tensor& b) {
@@ -1257,28 +1265,5 @@ Expr cast(Expr x, Type to, bool saturate, E8M0Round roundMode) {
   return x->graph()->make(kCast, {x},
                           {{"to", int64_t(to)}, {"saturate", int64_t(saturate)}, {"round_mode", int64_t(roundMode)}});
 }
-
-// ------------------------------------------------------- composite imports
-
-// Sum(x1..xn) with broadcasting.
-ONYX_ONNX_IMPORT(kOnnxSum, "Sum", 6).importer([](OnnxImportCtx& c) { c.setOutput(0, foldInputs(c, plus)); });
-
-// Mean(x1..xn) = Sum / n.
-ONYX_ONNX_IMPORT(kOnnxMean, "Mean", 6).importer([](OnnxImportCtx& c) {
-  Expr s = foldInputs(c, plus);
-  size_t n = c.numInputs();
-  c.setOutput(0, n == 1 ? s : s / double(n));
-});
-
-// Identity passes any value through (tensor, sequence, optional).
-ONYX_ONNX_IMPORT(kOnnxIdentity, "Identity", 1).importer([](OnnxImportCtx& c) {
-  c.check(c.numInputs() == 1 && c.hasInput(0), "needs one input");
-  c.setOutputValue(0, c.inputValue(0));
-});
-
-// CastLike(x, like): x cast to like's element type.
-ONYX_ONNX_IMPORT(kOnnxCastLike, "CastLike", 15).importer([](OnnxImportCtx& c) {
-  importCast(c, c.input(1)->value_type());
-});
 
 }  // namespace onyx

@@ -1,6 +1,7 @@
 // Element-wise expression operators (src/ops/elementwise.cpp).
 #pragma once
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -136,5 +137,15 @@ Expr where(Expr cond, double a, Expr b);
 // float8e5m2); roundMode steers float8e8m0 targets.
 Expr cast(Expr x, Type to);
 Expr cast(Expr x, Type to, bool saturate, E8M0Round roundMode = E8M0Round::up);
+
+// ---- ONNX import helpers, shared by the import rules of src/ops/elementwise.cpp
+// and the composites of converters/import_elementwise.cpp.
+
+// Folds the ONNX node's inputs (1..n, broadcasting) with a binary op: the
+// import of the variadic Sum, Mean, Max and Min.
+Expr foldInputs(OnnxImportCtx& c, Expr (*f)(Expr, Expr));
+// Cast / CastLike to `to`: saturate (19+) and round_mode (24+) steer the
+// float8 targets.
+void importCast(OnnxImportCtx& c, Type to);
 
 }  // namespace onyx

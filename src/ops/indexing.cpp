@@ -1,6 +1,7 @@
 // Indexing: gather_elements / scatter_elements, gather_nd / scatter_nd,
-// argmax / argmin, topk_indices, cumsum; and the ONNX imports built on them
-// (TopK, OneHot, NonZero, Compress, Unique, Scatter).
+// argmax / argmin, topk_indices, cumsum; and the functions built on them
+// (topk, one_hot, nonzero, compress, unique), which ONNX's TopK, OneHot,
+// NonZero, Compress and Unique import as (converters/import_indexing.cpp).
 //
 // Kernels that only move elements work on unsigned integers of the element's
 // size, so one instantiation per size serves every type. Indices are checked
@@ -579,11 +580,6 @@ Expr scatter_elements(Expr data, int axis, Expr indices, Expr updates, const std
                              {{"axis", attr(axis)}, {"reduction", attr(reduction)}});
 }
 
-// ONNX Scatter (deprecated in opset 11 for ScatterElements, which it equals).
-ONYX_ONNX_IMPORT(kOnnxScatter, "Scatter", 9).until(10).importer([](OnnxImportCtx& c) {
-  c.setOutput(0, scatter_elements(c.input(0), static_cast<int>(c.attrInt("axis", 0)), c.input(1), c.input(2)));
-});
-
 // ---------------------------------------------------------------- gather_nd
 
 // y[b.., t.., s..] = x[b.., indices[b.., t.., :], s..]
@@ -965,28 +961,6 @@ std::pair<Expr, Expr> topk(Expr x, int64_t k, int axis, bool largest) {
   return {gather_elements(x, axis, i), i};
 }
 
-// TopK: k is an attribute up to opset 9 and input 1 from 10; largest and
-// sorted come with 11 (the result is always sorted, a valid order for
-// sorted=0 too).
-ONYX_ONNX_IMPORT(kOnnxTopK, "TopK", 1).importer([](OnnxImportCtx& c) {
-  int64_t k;
-  if(c.opset() < 10) {
-    k = c.attrInt("k");
-  } else {
-    std::vector<int64_t> kv = c.ints(1);
-    c.check(kv.size() == 1, "k (input 1) must hold one value, got ", kv.size());
-    k = kv[0];
-  }
-  bool largest = true;
-  if(c.opset() >= 11) {
-    largest = c.attrInt("largest", 1) != 0;
-    c.attrInt("sorted", 1);
-  }
-  auto r = topk(c.input(0), k, static_cast<int>(c.attrInt("axis", -1)), largest);
-  c.setOutput(0, r.first);
-  if(c.numOutputs() > 1) c.setOutput(1, r.second);
-});
-
 // ---------------------------------------------------------------- one_hot
 
 Expr one_hot(Expr indices, int64_t depth, Expr values, int axis) {
@@ -1011,13 +985,6 @@ Expr one_hot(Expr indices, int64_t depth, Expr values, int axis) {
   return where(eq(reshape(idx, us), positions), on, off);
 }
 
-// OneHot: indices, depth (one value), values [off, on]; axis (default -1).
-ONYX_ONNX_IMPORT(kOnnxOneHot, "OneHot", 9).importer([](OnnxImportCtx& c) {
-  double depth = c.scalar(1);
-  c.check(std::isfinite(depth) && depth >= 0, "depth (input 1) is ", depth, " but must be >= 0");
-  c.setOutput(0, one_hot(c.input(0), static_cast<int64_t>(depth), c.input(2), static_cast<int>(c.attrInt("axis", -1))));
-});
-
 // ---------------------------------------------------------------- nonzero
 
 Expr nonzero(ExpressionGraph& graph, const Tensor& x) {
@@ -1041,10 +1008,6 @@ Expr nonzero(ExpressionGraph& graph, const Tensor& x) {
 
 Expr nonzero(Expr x) { return nonzero(*x->graph(), x->graph()->value(x)); }
 
-ONYX_ONNX_IMPORT(kOnnxNonZero, "NonZero", 9).importer([](OnnxImportCtx& c) {
-  c.setOutput(0, nonzero(c.graph(), c.value(0)));
-});
-
 // ---------------------------------------------------------------- compress
 
 Expr compress(Expr x, const std::vector<bool>& condition, int axis) {
@@ -1066,18 +1029,6 @@ Expr compress(Expr x, const std::vector<bool>& condition, int axis) {
 Expr compress(Expr x, const std::vector<bool>& condition) {
   return compress(reshape(x, std::vector<int64_t>{-1}), condition, 0);
 }
-
-// Compress: condition (input 1, 1-D bool) is read now; no axis: flattened.
-ONYX_ONNX_IMPORT(kOnnxCompress, "Compress", 9).importer([](OnnxImportCtx& c) {
-  Tensor cond = c.value(1);
-  c.check(cond->shape().rank() == 1, "condition (input 1) must be 1-D, got shape ", cond->shape());
-  std::vector<bool> keep;
-  for(int64_t i = 0; i < cond->size(); ++i) keep.push_back(cond->getAsDouble(i) != 0);
-  if(c.hasAttr("axis"))
-    c.setOutput(0, compress(c.input(0), keep, static_cast<int>(c.attrInt("axis", 0))));
-  else
-    c.setOutput(0, compress(c.input(0), keep));
-});
 
 // ---------------------------------------------------------------- unique
 
@@ -1152,15 +1103,5 @@ UniqueResult unique(Expr x, const Tensor& data, bool hasAxis, int axis, bool sor
 
 UniqueResult unique(Expr x, bool sorted) { return unique(x, x->graph()->value(x), false, 0, sorted); }
 UniqueResult unique(Expr x, int axis, bool sorted) { return unique(x, x->graph()->value(x), true, axis, sorted); }
-
-// Unique: x's data is read now; outputs Y, indices, inverse_indices, counts.
-ONYX_ONNX_IMPORT(kOnnxUnique, "Unique", 11).importer([](OnnxImportCtx& c) {
-  bool sorted = c.attrInt("sorted", 1) != 0;
-  bool hasAxis = c.hasAttr("axis");
-  int axis = hasAxis ? static_cast<int>(c.attrInt("axis", 0)) : 0;
-  UniqueResult r = unique(c.input(0), c.value(0), hasAxis, axis, sorted);
-  Expr outs[4] = {r.values, r.indices, r.inverse, r.counts};
-  for(size_t i = 0; i < c.numOutputs() && i < 4; ++i) c.setOutput(i, outs[i]);
-});
 
 }  // namespace onyx

@@ -1,8 +1,8 @@
 // Linear algebra: matmul (numpy/ONNX MatMul with transposes and a scale) and
 // affine (matmul plus a broadcast bias, ONNX Gemm). Kernels go to OpenBLAS
 // through host::gemm for float/double. det and inverse (ONNX Det) work per
-// matrix in double. ONNX Einsum and MatMulInteger are composites of these
-// and the shape ops.
+// matrix in double. ONNX Einsum and MatMulInteger import as composites of
+// these and the shape ops (converters/).
 #include <onyx/ops/linalg.h>
 
 #include <algorithm>
@@ -850,41 +850,5 @@ Expr einsum(const std::string& equation, const std::vector<Expr>& operands) {
   sumOut(acc, out);
   return permuteLabels(acc.x, acc.labels, out);
 }
-
-namespace {
-
-// ONNX MatMulInteger: (A - a_zero_point) . (B - b_zero_point) in int32. A
-// 1-D a_zero_point is per row of A ([M] -> [M, 1]); b's per column ([N])
-// broadcasts as it is.
-void importMatMulInteger(OnnxImportCtx& c) {
-  Expr a = cast(c.input(0), Type::int32), b = cast(c.input(1), Type::int32);
-  if(c.numInputs() > 2 && c.hasInput(2)) {
-    Expr zp = cast(c.input(2), Type::int32);
-    if(zp->shape().rank() == 1 && a->shape().rank() >= 2) zp = reshape(zp, Shape{zp->shape()[0], 1});
-    a = a - zp;
-  }
-  if(c.numInputs() > 3 && c.hasInput(3)) b = b - cast(c.input(3), Type::int32);
-  c.setOutput(0, matmul(a, b));
-}
-
-}  // namespace
-
-ONYX_ONNX_IMPORT(kEinsumImport, "Einsum", 12).importer([](OnnxImportCtx& c) {
-  std::vector<Expr> xs;
-  for(size_t i = 0; i < c.numInputs(); ++i) xs.push_back(c.input(i));
-  std::string eq = c.attrString("equation");
-  try {
-    c.setOutput(0, einsum(eq, xs));
-  } catch(const Error& e) {
-    c.fail(e.what());
-  }
-});
-
-ONYX_ONNX_IMPORT(kMatMulIntegerImport, "MatMulInteger", 10).importer(importMatMulInteger);
-
-// ONNX Runtime's contrib op, what inverse exports as.
-ONYX_ONNX_IMPORT(kInverseImport, "Inverse", 1).domain("com.microsoft").importer([](OnnxImportCtx& c) {
-  c.setOutput(0, inverse(c.input(0)));
-});
 
 }  // namespace onyx

@@ -1,16 +1,16 @@
-// Odds and ends of ONNX: BitCast (a registry op), TensorScatter (a
-// composite of scatter_elements) and ImageDecoder (BMP, PNM and PNG,
-// decoded while the graph is built).
+// Odds and ends of ONNX: BitCast (a registry op) and the image decoding of
+// ImageDecoder (BMP, PNM and PNG; its import, and TensorScatter's, are in
+// converters/).
 #include <onyx/ops/misc_ops.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include <onyx/graph/expression_graph.h>
-#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/indexing.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -43,56 +43,9 @@ ONYX_OP(kBitCast, "bitcast")
 // y = bitcast(x, to)
 Expr bitcast(Expr x, Type to) { return x->graph()->make(kBitCast, {x}, {{"to", int64_t(to)}}); }
 
-// TensorScatter (opset 24): present = past_cache with update written along
-// `axis` (default -2, never the batch axis 0) at positions write_indices[b] +
-// s for the s-th update entry of batch b (modulo the axis length in
-// circular mode; linear mode needs them in range). write_indices defaults
-// to zeros. Built as scatter_elements, so gradients reach past and update.
-ONYX_ONNX_IMPORT(kOnnxTensorScatter, "TensorScatter", 24).importer([](OnnxImportCtx& c) {
-  Expr past = c.input(0), update = c.input(1);
-  std::string mode = c.attrString("mode", "linear");
-  int64_t axisAttr = c.attrInt("axis", -2);
-  c.check(mode == "linear" || mode == "circular", "mode must be linear or circular, got '", mode, "'");
-  const Shape& ps = past->shape();
-  const Shape& us = update->shape();
-  const int r = ps.rank();
-  c.check(r >= 2 && us.rank() == r, "past_cache (", ps, ") and update (", us, ") need the same rank, at least 2");
-  c.check(axisAttr >= -r && axisAttr < r, "axis ", axisAttr, " is outside [", -r, ", ", r, ")");
-  const int axis = static_cast<int>(axisAttr < 0 ? axisAttr + r : axisAttr);
-  c.check(axis != 0, "axis is the batch axis 0");
-  for(int i = 0; i < r; ++i)
-    c.check(i == axis || ps[i] == us[i], "update's shape ", us, " differs from past_cache's ", ps,
-            " outside the sequence axis ", axis);
-  const int64_t maxSeq = ps[axis], seq = us[axis];
-  c.check(seq <= maxSeq, "update has ", seq, " entries on the sequence axis but the cache only ", maxSeq);
-  // Positions along the sequence axis: s, shaped to broadcast over the rest.
-  std::vector<int64_t> posShape(static_cast<size_t>(r), 1);
-  posShape[static_cast<size_t>(axis)] = seq;
-  std::vector<int64_t> pos(static_cast<size_t>(seq));
-  for(int64_t s = 0; s < seq; ++s) pos[static_cast<size_t>(s)] = s;
-  Expr idx = c.constant(TensorBase::fromVector(Shape(posShape), pos));
-  if(c.numInputs() > 2 && c.hasInput(2)) {
-    Expr wi = c.input(2);
-    c.check(wi->shape().rank() == 1 && wi->shape()[0] == ps[0], "write_indices has shape ", wi->shape(),
-            "; it must be [batch] = [", ps[0], "]");
-    if(wi->value_type() != Type::int64) wi = cast(wi, Type::int64);
-    std::vector<int64_t> ws(static_cast<size_t>(r), 1);
-    ws[0] = ps[0];
-    idx = reshape(wi, ws) + idx;
-  }
-  if(mode == "circular") idx = mod(idx, c.graph().scalar(static_cast<double>(maxSeq), Type::int64));
-  idx = expand(idx, us);
-  c.setOutput(0, scatter_elements(past, axis, idx, update));
-});
-
 // ------------------------------------------------------------ ImageDecoder
 
 namespace {
-
-struct Image {
-  int64_t h = 0, w = 0;
-  std::vector<uint8_t> rgb;  // h * w * 3
-};
 
 uint32_t le(const uint8_t* p, int bytes) {
   uint32_t v = 0;
@@ -186,7 +139,6 @@ bool decodePnm(const std::vector<uint8_t>& d, Image& img, std::string& why) {
   }
   return true;
 }
-
 
 // ---- PNG: zlib inflate (RFC 1950/1951) and the PNG filters.
 
@@ -415,56 +367,19 @@ bool decodePng(const std::vector<uint8_t>& d, Image& img, std::string& why) {
 
 }  // namespace
 
-// ImageDecoder (opset 20): the encoded bytes (uint8 1-D) decoded to uint8
-// [H, W, 3] (pixel_format RGB or BGR) or [H, W, 1] (Grayscale: ITU-R 601
-// luma, rounded, as PIL's "L"). Decoded: BMP (uncompressed), PNM and PNG
-// (not interlaced; alpha dropped, 16-bit samples keep their high byte);
-// JPEG, JPEG 2000, TIFF and WebP need codec libraries Onyx does not link,
-// and are an import error naming the format.
-ONYX_ONNX_IMPORT(kOnnxImageDecoder, "ImageDecoder", 20).importer([](OnnxImportCtx& c) {
-  Tensor t = c.value(0);
-  std::string fmt = c.attrString("pixel_format", "RGB");
-  c.check(fmt == "RGB" || fmt == "BGR" || fmt == "Grayscale", "pixel_format must be RGB, BGR or Grayscale, got '",
-          fmt, "'");
-  c.check(t->type() == Type::uint8 && t->shape().rank() == 1, "input is ", t->shape(), " ", t->type(),
-          "; it must be 1-D uint8 (the encoded file)");
-  std::vector<uint8_t> d(static_cast<size_t>(t->size()));
-  if(!d.empty()) std::memcpy(d.data(), t->raw(), d.size());
-  Image img;
-  std::string why;
-  bool ok;
+bool decodeImage(const std::vector<uint8_t>& d, Image& img, std::string& why) {
   auto starts = [&](std::initializer_list<uint8_t> magic) {
     return d.size() >= magic.size() && std::equal(magic.begin(), magic.end(), d.begin());
   };
-  if(starts({'B', 'M'})) ok = decodeBmp(d, img, why);
-  else if(d.size() >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7') ok = decodePnm(d, img, why);
-  else if(starts({0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a})) ok = decodePng(d, img, why);
-  else {
-    ok = false;
-    why = starts({0xff, 0xd8}) ? "JPEG"
-        : starts({0, 0, 0, 0x0c, 'j', 'P'}) || starts({0xff, 0x4f, 0xff, 0x51}) ? "JPEG 2000"
-        : starts({'I', 'I', 42, 0}) || starts({'M', 'M', 0, 42}) ? "TIFF"
-        : starts({'R', 'I', 'F', 'F'}) ? "WebP" : "an unrecognised format";
-    why += " images (only BMP, PNM and PNG are decoded)";
-  }
-  c.check(ok, "cannot decode ", why);
-  int64_t n = img.h * img.w;
-  Tensor y;
-  if(fmt == "Grayscale") {
-    y = TensorBase::create(Shape{img.h, img.w, 1}, Type::uint8);
-    uint8_t* p = y->data<uint8_t>();
-    for(int64_t k = 0; k < n; ++k) {
-      const uint8_t* q = &img.rgb[static_cast<size_t>(k * 3)];
-      p[k] = static_cast<uint8_t>((q[0] * 19595u + q[1] * 38470u + q[2] * 7471u + 0x8000u) >> 16);
-    }
-  } else {
-    y = TensorBase::create(Shape{img.h, img.w, 3}, Type::uint8);
-    uint8_t* p = y->data<uint8_t>();
-    for(int64_t k = 0; k < n; ++k)
-      for(int j = 0; j < 3; ++j)
-        p[k * 3 + j] = img.rgb[static_cast<size_t>(k * 3 + (fmt == "BGR" ? 2 - j : j))];
-  }
-  c.setOutput(0, c.constant(y));
-});
+  if(starts({'B', 'M'})) return decodeBmp(d, img, why);
+  if(d.size() >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7') return decodePnm(d, img, why);
+  if(starts({0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a})) return decodePng(d, img, why);
+  why = starts({0xff, 0xd8}) ? "JPEG"
+      : starts({0, 0, 0, 0x0c, 'j', 'P'}) || starts({0xff, 0x4f, 0xff, 0x51}) ? "JPEG 2000"
+      : starts({'I', 'I', 42, 0}) || starts({'M', 'M', 0, 42}) ? "TIFF"
+      : starts({'R', 'I', 'F', 'F'}) ? "WebP" : "an unrecognised format";
+  why += " images (only BMP, PNM and PNG are decoded)";
+  return false;
+}
 
 }  // namespace onyx

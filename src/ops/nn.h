@@ -5,6 +5,7 @@
 
 #include <onyx/core/shape.h>
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -49,5 +50,14 @@ double layerNormEps(const Attrs& a);
 // host) outside [0, classes); kernels cannot report one.
 void checkLabels(const TensorBase& labels, int64_t classes);
 }  // namespace ops
+
+// ---- ONNX import helper, shared by SoftmaxCrossEntropyLoss's import
+// (src/ops/nn.cpp) and NegativeLogLikelihoodLoss's (converters/import_nn.cpp).
+
+// ONNX NegativeLogLikelihoodLoss on log-probabilities lp [N, C, d1, ...] and
+// targets [N, d1, ...], with the node's optional weight input 2 and its
+// reduction / ignore_index attributes. Built from where/sum over a one-hot
+// of the targets, so it is differentiable in lp (and in the weights).
+Expr nllLossImport(OnnxImportCtx& c, Expr lp, Expr target);
 
 }  // namespace onyx

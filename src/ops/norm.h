@@ -46,4 +46,25 @@ Expr mean_variance_norm(Expr x, const std::vector<int>& axes = {0, 2, 3});
 // c)^beta; the window is [c - (size-1)/2, c + size/2] clipped to the channels.
 Expr lrn(Expr x, int64_t size, double alpha = 1e-4, double beta = 0.75, double bias = 1.0);
 
+// The building blocks of the batch norms above, shared with the ONNX import
+// of BatchNormalization (converters/import_normalization.cpp), whose older
+// forms (spatial=0: parameters per activation, statistics over axis 0 only)
+// the layers do not take.
+namespace norm {
+// p [C] viewed so that it broadcasts along axis 1 of x: [C, 1, ..., 1] with
+// x's rank - 1 dims. With spatial false, p [C, d1, ...] already lines up with
+// x's dims 1.. and is returned as is.
+Expr perChannel(Expr p, const Shape& x, bool spatial = true);
+// Every axis of a tensor of rank `rank` but 1 (the channel axis).
+std::vector<int> axesExcept1(int rank);
+// y = (x - mean) / sqrt(var + eps) * scale + bias as x * f + (bias - mean * f)
+// with f = scale / sqrt(var + eps) computed on the small parameter tensors;
+// all four already broadcast to x.
+Expr affineNorm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps);
+// Normalisation by the batch's statistics over `axes`, with the population
+// variance; scale and bias already broadcast to x. mean and var keep the
+// reduced axes as size-1 dims.
+BatchNormResult normalizeByBatch(Expr x, const std::vector<int>& axes, Expr scale, Expr bias, double eps);
+}  // namespace norm
+
 }  // namespace onyx

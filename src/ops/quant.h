@@ -1,6 +1,7 @@
 // Expression operators of src/ops/quant.cpp: linear quantization.
 #pragma once
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -14,5 +15,17 @@ Expr quantize_linear(Expr x, Expr scale, Expr zeroPoint);
 // y = (x - zeroPoint) * scale in scale's type, with broadcasting: a cast, a
 // sub and a mul, so scale gets a gradient.
 Expr dequantize_linear(Expr x, Expr scale, Expr zeroPoint);
+
+// ---- ONNX import helpers, shared by QuantizeLinear's import (src/ops/quant.cpp)
+// and the composites of converters/import_quantization.cpp.
+
+// A scale or zero point of QuantizeLinear/DequantizeLinear reshaped to
+// broadcast against x (shape xs): one element is per tensor (also with a
+// block_size, as the ONNX reference reads it); a 1-D one lies along `axis`
+// ([1, .., C, .., 1]); with block_size > 0 it has x's rank and each entry
+// covers block_size consecutive elements along `axis`.
+Expr alignQuantParam(OnnxImportCtx& c, Expr p, const Shape& xs, int64_t axisAttr, int64_t block, const char* what);
+// Fails unless t is int8, uint8, int16, uint16 or int32 (what these imports take).
+void checkQuantTarget(OnnxImportCtx& c, Type t, const char* what);
 
 }  // namespace onyx

@@ -236,10 +236,9 @@ struct LseReducer {
   }
 };
 
-// ---- ONNX import
+}  // namespace
 
-using ReduceBuild = std::function<Expr(Expr x, const std::vector<int>& axes, bool keepdims)>;
-using NoopBuild = std::function<Expr(Expr x)>;
+// ---- ONNX import
 
 // One ONNX reduction. `full` builds it over `axes` (empty: all axes). With
 // axes as an input (ReduceSum 13+, the others 18+) an empty or absent axes
@@ -247,7 +246,7 @@ using NoopBuild = std::function<Expr(Expr x)>;
 // `none(x)`, the element-wise part of the reduction (abs for ReduceL1, x*x
 // for ReduceSumSquare; x itself for the plain ones), as the ONNX reference
 // computes it.
-OnnxImportFn reduceImport(bool axesInput, ReduceBuild full, NoopBuild none = nullptr) {
+OnnxImportFn reduceImport(bool axesInput, ReduceBuild full, NoopBuild none) {
   return [axesInput, full, none](OnnxImportCtx& c) {
     Expr x = c.input(0);
     bool keepdims = c.attrInt("keepdims", 1) != 0;
@@ -267,6 +266,8 @@ OnnxImportFn reduceImport(bool axesInput, ReduceBuild full, NoopBuild none = nul
     c.setOutput(0, full(x, axes, keepdims));
   };
 }
+
+namespace {
 
 // ---- ONNX export
 
@@ -578,25 +579,5 @@ ONYX_OP(kL2Norm, "l2_norm")
 Expr l2_norm(Expr x, const std::vector<int>& axes, bool keepdims) { return makeReduce(kL2Norm, x, axes, keepdims); }
 Expr l2_norm(Expr x, int axis) { return l2_norm(x, std::vector<int>{axis}, true); }
 Expr l2_norm(Expr x) { return l2_norm(x, std::vector<int>{}, false); }
-
-// ---- ONNX reductions without an op of their own
-
-namespace {
-Expr reduceL1(Expr x, const std::vector<int>& axes, bool keepdims) { return sum(abs(x), axes, keepdims); }
-Expr reduceSumSquare(Expr x, const std::vector<int>& axes, bool keepdims) { return sum(x * x, axes, keepdims); }
-Expr reduceLogSum(Expr x, const std::vector<int>& axes, bool keepdims) { return log(sum(x, axes, keepdims)); }
-Expr square(Expr x) { return x * x; }
-}  // namespace
-
-// sum(|x|)
-ONYX_ONNX_IMPORT(kReduceL1Attr, "ReduceL1", 1).until(17).importer(reduceImport(false, reduceL1));
-ONYX_ONNX_IMPORT(kReduceL1Input, "ReduceL1", 18).importer(reduceImport(true, reduceL1, [](Expr x) { return abs(x); }));
-// sum(x^2)
-ONYX_ONNX_IMPORT(kReduceSumSquareAttr, "ReduceSumSquare", 1).until(17).importer(reduceImport(false, reduceSumSquare));
-ONYX_ONNX_IMPORT(kReduceSumSquareInput, "ReduceSumSquare", 18).importer(reduceImport(true, reduceSumSquare, square));
-// log(sum(x))
-ONYX_ONNX_IMPORT(kReduceLogSumAttr, "ReduceLogSum", 1).until(17).importer(reduceImport(false, reduceLogSum));
-ONYX_ONNX_IMPORT(kReduceLogSumInput, "ReduceLogSum", 18)
-    .importer(reduceImport(true, reduceLogSum, [](Expr x) { return log(x); }));
 
 }  // namespace onyx

@@ -4,9 +4,11 @@
 //   sum(x, axis)             seed form: one axis, kept as size 1
 //   sum(x)                   all elements, rank-0 result
 #pragma once
+#include <functional>
 #include <vector>
 
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
 
@@ -42,5 +44,18 @@ Expr logsumexp(Expr x);
 Expr l2_norm(Expr x, const std::vector<int>& axes, bool keepdims = true);
 Expr l2_norm(Expr x, int axis);
 Expr l2_norm(Expr x);
+
+// ---- ONNX import helper, shared by the import rules of src/ops/reduce.cpp and
+// the composites of converters/import_reduce.cpp.
+
+using ReduceBuild = std::function<Expr(Expr x, const std::vector<int>& axes, bool keepdims)>;
+using NoopBuild = std::function<Expr(Expr x)>;
+// One ONNX reduction. `full` builds it over `axes` (empty: all axes). With
+// axes as an input (ReduceSum 13+, the others 18+) an empty or absent axes
+// input and noop_with_empty_axes = 1 reduce nothing: the result is then
+// `none(x)`, the element-wise part of the reduction (abs for ReduceL1, x*x
+// for ReduceSumSquare; x itself for the plain ones), as the ONNX reference
+// computes it.
+OnnxImportFn reduceImport(bool axesInput, ReduceBuild full, NoopBuild none = nullptr);
 
 }  // namespace onyx

@@ -437,7 +437,6 @@ ONYX_OP(kReshape, "reshape")
       Expr x = c.input(0);
       std::vector<int64_t> s;
       if(c.opset() < 5) {
-        if(c.hasAttr("consumed_inputs")) c.ignoreAttr("consumed_inputs");
         s = c.attrInts("shape");
       } else {
         s = c.ints(1);
@@ -871,14 +870,6 @@ ONYX_OP(kConcat, "concat")
           });
         },
         3);
-
-// Opsets 1-3: the axis is optional and defaults to 1.
-ONYX_ONNX_IMPORT(kConcatV1, "Concat", 1).until(3).importer([](OnnxImportCtx& c) {
-  std::vector<Expr> xs;
-  for(size_t i = 0; i < c.numInputs(); ++i) xs.push_back(c.input(i));
-  c.check(!xs.empty(), "needs at least one input");
-  c.setOutput(0, concat(xs, static_cast<int>(c.attrInt("axis", 1))));
-});
 
 Expr concat(const std::vector<Expr>& xs, int axis) {
   ONYX_CHECK(!xs.empty(), "concat: needs at least one input");

@@ -1,6 +1,7 @@
 // Vision ops: grid_sample (with kernels for its gradients w.r.t. the input
 // and the grid), roi_align (and its gradient w.r.t. the input), the
-// AffineGrid composite and the eagerly computed NonMaxSuppression.
+// affine_grid composite and the eagerly computed non_max_suppression (their
+// ONNX imports are in converters/import_vision.cpp).
 //
 // grid_sample computes, for each grid point, the taps of every spatial axis
 // (index, weight, d weight / d coordinate) once and combines them into the
@@ -535,17 +536,6 @@ Expr affine_grid(Expr theta, const std::vector<int64_t>& spatial, bool alignCorn
   return reshape(g, out);
 }
 
-// size (input 1, [N, C, H, W] or [N, C, D, H, W]) is read now.
-ONYX_ONNX_IMPORT(kOnnxAffineGrid, "AffineGrid", 20).importer([](OnnxImportCtx& c) {
-  Expr theta = c.input(0);
-  std::vector<int64_t> size = c.ints(1);
-  c.check(size.size() == 4 || size.size() == 5, "size must have 4 or 5 entries ([N, C, (D,) H, W]), got ",
-          size.size());
-  c.check(size[0] == theta->shape()[0], "size's batch ", size[0], " does not match theta of shape ", theta->shape());
-  bool align = c.attrInt("align_corners", 0) != 0;
-  c.setOutput(0, affine_grid(theta, std::vector<int64_t>(size.begin() + 2, size.end()), align));
-});
-
 // =============================================================== deform_conv
 
 Expr deform_conv(Expr x, Expr W, Expr offset, Expr b, Expr mask, const DeformConvOptions& o) {
@@ -617,24 +607,6 @@ Expr deform_conv(Expr x, Expr W, Expr offset, Expr b, Expr mask, const DeformCon
   }
   return y;
 }
-
-// Opset 19; 22 adds types. kernel_shape, when given, must match W's.
-ONYX_ONNX_IMPORT(kOnnxDeformConv, "DeformConv", 19).importer([](OnnxImportCtx& c) {
-  Expr x = c.input(0), W = c.input(1), off = c.input(2);
-  Expr b = c.numInputs() > 3 && c.hasInput(3) ? c.input(3) : nullptr;
-  Expr mask = c.numInputs() > 4 && c.hasInput(4) ? c.input(4) : nullptr;
-  c.check(x->shape().rank() == 4, "only 2-D DeformConv is supported (X of shape ", x->shape(), ")");
-  std::vector<int64_t> k = c.attrInts("kernel_shape", {});
-  c.check(k.empty() || (W->shape().rank() == 4 && k == std::vector<int64_t>{W->shape()[2], W->shape()[3]}),
-          "kernel_shape does not match W of shape ", W->shape());
-  DeformConvOptions o;
-  o.strides = c.attrInts("strides", {});
-  o.dilations = c.attrInts("dilations", {});
-  o.pads = c.attrInts("pads", {});
-  o.group = c.attrInt("group", 1);
-  o.offsetGroup = c.attrInt("offset_group", 1);
-  c.setOutput(0, deform_conv(x, W, off, b, mask, o));
-});
 
 // ================================================================= roi_align
 
@@ -1059,19 +1031,5 @@ Expr non_max_suppression(Expr boxes, Expr scores, int64_t maxPerClass, double io
   return non_max_suppression(g, g.value(boxes), g.value(scores), maxPerClass, iouThreshold, scoreThreshold,
                              hasScoreThreshold, centerPointBox);
 }
-
-// Every input is read now (the output's size depends on the data).
-// max_output_boxes_per_class absent or 0 selects nothing; score_threshold
-// absent keeps every score. Opsets 10 and 11 differ in documentation only.
-ONYX_ONNX_IMPORT(kOnnxNms, "NonMaxSuppression", 10).importer([](OnnxImportCtx& c) {
-  auto opt = [&](size_t i) { return c.numInputs() > i && c.hasInput(i) && c.value(i)->size() > 0; };
-  int64_t maxPer = opt(2) ? static_cast<int64_t>(c.scalar(2)) : 0;
-  double iou = opt(3) ? c.scalar(3) : 0.0;
-  bool hasScore = opt(4);
-  double score = hasScore ? c.scalar(4) : 0.0;
-  int64_t cpb = c.attrInt("center_point_box", 0);
-  c.check(cpb == 0 || cpb == 1, "center_point_box must be 0 or 1, got ", cpb);
-  c.setOutput(0, non_max_suppression(c.graph(), c.value(0), c.value(1), maxPer, iou, score, hasScore, cpb == 1));
-});
 
 }  // namespace onyx

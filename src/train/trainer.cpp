@@ -9,10 +9,12 @@
 #include <numeric>
 #include <sstream>
 
-#include <onyx/converters/model.h>
 #include <onyx/core/device.h>
 #include <onyx/core/error.h>
 #include <onyx/graph/expression_graph.h>
+#include <onyx/onnx/checker.h>
+#include <onyx/onnx/writer.h>
+#include <onyx/runtime/model.h>
 #include <onyx/train/accumulate.h>
 #include <onyx/train/losses.h>
 #include <onyx/train/optimizers.h>

@@ -368,15 +368,15 @@ bool sameBits(const Tensor& a, const Tensor& b) {
   return a->bytes() == 0 || std::memcmp(a->raw(), b->raw(), a->bytes()) == 0;
 }
 
-// The target opsets that exercise each ONNX mapping of an op: both ends of
+// The target opsets that exercise each ONNX rule of an op: both ends of
 // every opset range (from 7, the oldest opset Onyx's importer is tested on,
 // up to the newest it reads).
 std::vector<int> exportOpsets(const OpDef& op) {
   std::set<int> s;
-  for(const OnnxMapping& m : op.onnxMappings) {
-    if(!m.domain.empty()) continue;
-    if(!m.importable && !m.exporter) continue;
-    int lo = std::max(m.since, 7), hi = std::min(m.until, onnxMaxOpset());
+  for(const OnnxRule& r : op.onnxRules) {
+    if(!r.domain.empty()) continue;
+    if(!r.importable() && !r.exportFn) continue;
+    int lo = std::max(r.since, 7), hi = std::min(r.until, onnxMaxOpset());
     if(lo > hi) continue;
     s.insert(lo);
     s.insert(hi);
@@ -517,8 +517,8 @@ TEST(OpRegistry, EveryOpIsComplete) {
     EXPECT_TRUE(static_cast<bool>(op->kernels[0])) << op->name << ": no CPU kernel";
     EXPECT_TRUE(op->differentiable() || !op->notDifferentiableWhy.empty())
         << op->name << ": no backward and no notDifferentiable(reason)";
-    EXPECT_TRUE(!op->onnxMappings.empty() || !op->noOnnxWhy.empty())
-        << op->name << ": no ONNX mapping and no noOnnx(reason)";
+    EXPECT_TRUE(!op->onnxRules.empty() || !op->noOnnxWhy.empty())
+        << op->name << ": no ONNX rule and no noOnnx(reason)";
     EXPECT_TRUE(covered.count(op->name)) << op->name << ": no test case in tests/ops/cases_*.cpp";
     for(char ch : op->name)
       EXPECT_TRUE(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_')

@@ -9,8 +9,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <onyx/converters/model.h>
-#include <onyx/onnx/onnx_model.h>
+#include <onyx/runtime/session.h>
+#include <onyx/onnx/model_file.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -261,6 +261,24 @@ TEST(OnnxBadInput, UnknownOpAndOpset) {
   a->set_type(::onnx::AttributeProto::INT);
   a->set_i(1);
   expectOneLine(errorOf(save(bad, d / "attr.onnx")), {"attr.onnx", "the_node", "Relu", "attribute 'bogus'"});
+}
+
+// consumed_inputs (an in-place hint of opsets 1-5) is ignored by the
+// importer for every op, and stays an unsupported attribute from opset 6 on.
+TEST(OnnxImport, ConsumedInputsIsIgnoredBeforeOpset6) {
+  TempDir d;
+  auto withConsumed = [](::onnx::ModelProto m) {
+    auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+    a->set_name("consumed_inputs");
+    a->set_type(::onnx::AttributeProto::INTS);
+    a->add_ints(0);
+    return m;
+  };
+  EXPECT_EQ(errorOf(save(withConsumed(unaryModel("Relu", 1)), d / "relu1.onnx")), "");
+  EXPECT_EQ(errorOf(save(withConsumed(unaryModel("Sigmoid", 5)), d / "sigmoid5.onnx")), "");
+  EXPECT_EQ(errorOf(save(withConsumed(unaryModel("Add", 5, {1, 2, 3, 4, 5, 6}, {2, 3})), d / "add5.onnx")), "");
+  expectOneLine(errorOf(save(withConsumed(unaryModel("Relu", 6)), d / "relu6.onnx")),
+                {"relu6.onnx", "the_node", "Relu", "attribute 'consumed_inputs'"});
 }
 
 TEST(OnnxBadInput, GatherIndexOutOfRange) {

@@ -11,7 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <onyx/converters/model.h>
+#include <onyx/runtime/session.h>
 #include <onyx/onyx.h>
 
 namespace onyx {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/shape.h>

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 
 namespace onyx {
@@ -60,7 +60,7 @@ OptimizerInputs optimizerInputs(OnnxImportCtx& c, size_t kinds) {
 
 // Adagrad: r = R / (1 + T decay_factor), g = norm_coefficient X + G,
 // H' = H + g^2, X' = X - r g / (sqrt(H') + epsilon).
-ONYX_ONNX_IMPORT(kOnnxAdagrad, "Adagrad", 1).domain(kTraining).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxAdagrad, "Adagrad", 1).inDomain(kTraining).importer([](OnnxImportCtx& c) {
   double decay = c.attrFloat("decay_factor", 0.0);
   double eps = c.attrFloat("epsilon", 0.0);
   double norm = c.attrFloat("norm_coefficient", 0.0);
@@ -78,7 +78,7 @@ ONYX_ONNX_IMPORT(kOnnxAdagrad, "Adagrad", 1).domain(kTraining).importer([](OnnxI
 // Momentum: g = norm_coefficient X + G, b = beta if T > 0 else 1,
 // V' = alpha V + b g; standard: X' = X - R V', nesterov:
 // X' = X - R (g + alpha V').
-ONYX_ONNX_IMPORT(kOnnxMomentum, "Momentum", 1).domain(kTraining).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxMomentum, "Momentum", 1).inDomain(kTraining).importer([](OnnxImportCtx& c) {
   double alpha = c.attrFloat("alpha"), beta = c.attrFloat("beta");
   double norm = c.attrFloat("norm_coefficient");
   std::string mode = c.attrString("mode");
@@ -97,7 +97,7 @@ ONYX_ONNX_IMPORT(kOnnxMomentum, "Momentum", 1).domain(kTraining).importer([](Onn
 // Adam: g = norm_coefficient X + G, V' = alpha V + (1 - alpha) g,
 // H' = beta H + (1 - beta) g^2, r = R sqrt(1 - beta^T) / (1 - alpha^T) if
 // T > 0 else R, X' = (1 - norm_coefficient_post) (X - r V' / (sqrt(H') + epsilon)).
-ONYX_ONNX_IMPORT(kOnnxAdam, "Adam", 1).domain(kTraining).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxAdam, "Adam", 1).inDomain(kTraining).importer([](OnnxImportCtx& c) {
   double alpha = c.attrFloat("alpha", 0.9), beta = c.attrFloat("beta", 0.999);
   double eps = c.attrFloat("epsilon", 1e-6);
   double norm = c.attrFloat("norm_coefficient", 0.0), post = c.attrFloat("norm_coefficient_post", 0.0);
@@ -122,7 +122,7 @@ ONYX_ONNX_IMPORT(kOnnxAdam, "Adam", 1).domain(kTraining).importer([](OnnxImportC
 // gradient is built on the graph as it computes Y, so each input must be the
 // very value its name refers to: feeding other values into the sub-graph
 // would mean re-evaluating it, which this import does not do.
-ONYX_ONNX_IMPORT(kOnnxGradient, "Gradient", 1).domain(kTraining).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxGradient, "Gradient", 1).inDomain(kTraining).importer([](OnnxImportCtx& c) {
   std::vector<std::string> xs = c.attrStrings("xs");
   std::vector<std::string> zs = c.attrStrings("zs");
   std::string yName = c.attrString("y");

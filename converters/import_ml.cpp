@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/shape.h>
 
@@ -42,7 +42,7 @@ double probit(double p) {
 }  // namespace
 
 // Binarizer: 1 where x > threshold, else 0, in x's type.
-ONYX_ONNX_IMPORT(kOnnxBinarizer, "Binarizer", 1).domain(kMl).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxBinarizer, "Binarizer", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
   Expr x = c.input(0);
   double th = c.attrFloat("threshold", 0.0);
   c.check(x->value_type() != Type::boolean && x->value_type() != Type::string, "input has element type ",
@@ -53,7 +53,7 @@ ONYX_ONNX_IMPORT(kOnnxBinarizer, "Binarizer", 1).domain(kMl).importer([](OnnxImp
 // ArrayFeatureExtractor: the elements of the last axis of x at `indices`
 // (any shape, flattened); a 1-D x counts as one row, so y is
 // [..., len(indices)] or [1, len(indices)].
-ONYX_ONNX_IMPORT(kOnnxArrayFeatureExtractor, "ArrayFeatureExtractor", 1).domain(kMl).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxArrayFeatureExtractor, "ArrayFeatureExtractor", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
   Expr x = c.input(0), idx = c.input(1);
   c.check(x->shape().rank() >= 1, "input is a scalar; it needs at least one axis");
   if(x->shape().rank() == 1) x = reshape(x, std::vector<int64_t>{1, x->shape()[0]});
@@ -66,7 +66,7 @@ ONYX_ONNX_IMPORT(kOnnxArrayFeatureExtractor, "ArrayFeatureExtractor", 1).domain(
 // default of the value type (default_tensor, default_int64 = -1,
 // default_float = -0.0, default_string = "_Unused"). Float keys match
 // exactly, and a NaN key matches NaN.
-ONYX_ONNX_IMPORT(kOnnxLabelEncoder, "LabelEncoder", 1).domain(kMl).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxLabelEncoder, "LabelEncoder", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
   Tensor x = c.value(0);
   const bool xs = x->type() == Type::string;
   // Keys and values as strings or doubles, with the value type.
@@ -183,7 +183,7 @@ ONYX_ONNX_IMPORT(kOnnxLabelEncoder, "LabelEncoder", 1).domain(kMl).importer([](O
 // 3 SOFTMAX_ZERO, 4 PROBIT) applies per row. nodes_hitrates is ignored. A
 // root whose true and false branches are the same leaf is a one-leaf tree;
 // targets that no leaf reaches stay 0.
-ONYX_ONNX_IMPORT(kOnnxTreeEnsemble, "TreeEnsemble", 5).domain(kMl).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kOnnxTreeEnsemble, "TreeEnsemble", 5).inDomain(kMl).importer([](OnnxImportCtx& c) {
   Tensor x = c.value(0);
   c.check(isFloat(x->type()), "input has element type ", x->type(), "; it must be a float type");
   c.check(x->shape().rank() == 2, "input has shape ", x->shape(), "; it must be [N, F]");

@@ -4,8 +4,8 @@
 // body), so gradients flow through whatever was built.
 #include <algorithm>
 
+#include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/graph/onnx_import.h>
 
 namespace onyx {
 namespace {
@@ -164,7 +164,7 @@ ONYX_ONNX_IMPORT(kScan9, "Scan", 9).importer([](OnnxImportCtx& c) {
 });
 
 // Opset 8: a leading batch axis on every input, the scan axis is 1.
-ONYX_ONNX_IMPORT(kScan8, "Scan", 8).until(8).importer([](OnnxImportCtx& c) {
+ONYX_ONNX_IMPORT(kScan8, "Scan", 8).untilOpset(8).importer([](OnnxImportCtx& c) {
   c.check(!c.hasInput(0), "sequence_lens is not supported");
   int64_t m = c.attrInt("num_scan_inputs");
   std::vector<int64_t> dirs = c.attrInts("directions");

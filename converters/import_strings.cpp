@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/graph/onnx_import.h>
 
 namespace onyx {
 

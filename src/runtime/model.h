@@ -1,22 +1,20 @@
-// The runtime API: load an ONNX model once, run it in sessions.
+// The runtime API: load an ONNX model once, run it in sessions
+// (runtime/session.h), or import it into a graph of your own to train it.
 //
 //   auto model = onyx::Model::load("model.onnx");        // parsed once, weights shared
 //   onyx::Session session(model, {onyx::cpu(), 2});     // device, threads
 //   auto out = session.run({{"input", tensor}});         // named inputs -> named outputs
 //
 // A Model is immutable after load(): sessions share its weights and never
-// write to them. A Session builds one graph per input-shape signature and
-// keeps it (unless the model's structure depends on input values, as with
-// NonZero or If on an input: then it rebuilds per run).
+// write to them.
 #pragma once
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <onyx/core/device.h>
+#include <onyx/converters/onnx_importer.h>
 #include <onyx/core/tensor.h>
-#include <onyx/converters/onnx_exporter.h>
 #include <onyx/graph/onnx_import.h>
 
 namespace onyx {
@@ -52,13 +50,6 @@ private:
   std::map<std::string, Tensor> initializers_;
 };
 
-struct SessionOptions {
-  DeviceId device = {};
-  int threads = 0;  // 0: leave the OpenMP default
-  // Initializers become trainable params (for fine-tuning) instead of constants.
-  bool trainable = false;
-};
-
 // A value passed to or returned by a session: a tensor, a sequence of
 // tensors, or an absent optional (host memory).
 struct HostValue {
@@ -74,53 +65,24 @@ struct HostValue {
 };
 using HostValues = std::map<std::string, HostValue>;
 
-class Session {
-public:
-  explicit Session(std::shared_ptr<const Model> model, SessionOptions options = {});
-  ~Session();
-  // Runs the model. `outputs` empty: all graph outputs. Returned tensors are
-  // the session's own copies (host memory).
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
-                                    const std::vector<std::string>& outputs = {});
-  // The general form: sequence and optional inputs/outputs.
-  HostValues runValues(const HostValues& inputs, const std::vector<std::string>& outputs = {});
-  const Model& model() const { return *model_; }
-  // Number of distinct graphs built so far (one per input-shape signature).
-  size_t graphsBuilt() const { return built_; }
-  // The graph of the last run (for inspection, training and export).
-  std::shared_ptr<ExpressionGraph> lastGraph() const;
-
-private:
-  struct Cached;
-  std::shared_ptr<const Model> model_;
-  SessionOptions options_;
-  std::map<std::string, std::unique_ptr<Cached>> cache_;
-  std::unique_ptr<Cached> scratch_;  // the last value-dependent graph
-  Cached* last_ = nullptr;
-  size_t built_ = 0;
-};
-
-// An ONNX model imported into a graph for saving (native) or exporting: the
-// graph is built for these inputs (tensors become input nodes of their
-// shapes; sequences and optionals become constants), its outputs are named as
-// in the model, and the model's symbolic input dims, graph name and doc
-// strings are kept. valueDependent: the structure read input values (NonZero,
-// If on an input, ...), so the graph holds for these values only.
+// The model imported into `graph` for these inputs: tensors become input
+// nodes of their shapes bound to them (in the model's input order, so that an
+// exported graph declares its inputs in that order too); sequences and
+// optionals become constants. The result (converters/onnx_importer.h) holds
+// the outputs by name and a GraphSpec for saving (native) or exporting, with
+// the model's symbolic input dims, graph name and doc strings kept.
+// valueDependent: the structure read input values (NonZero, If on an input,
+// ...), so the graph holds for these values only.
 //
 // Training (trainable, with the graph not in inference mode): the float
 // initializers are trainable params, and layers with running statistics use
 // batch statistics; stateUpdates lists the buffers (BatchNormalization's
 // running mean and variance, non-trainable params) with their values after
 // this batch. Call applyStateUpdates after forward() to keep them.
-struct ImportedGraph {
-  GraphSpec spec;
-  std::map<std::string, Expr> inputNodes;
-  bool valueDependent = false;
-  std::vector<std::pair<Expr, Expr>> stateUpdates;  // (param, next value)
-};
-// Copies each state update's computed value into its param (after forward()).
-void applyStateUpdates(const ImportedGraph& g);
-// Throws onyx::Error when an output is a sequence or an optional.
+//
+// Sessions build their graphs with it too. It is the runtime's side of the
+// import (Model and HostValues are runtime types); the import itself is
+// converters' importOnnxGraph.
 ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable = false);
 
 }  // namespace onyx

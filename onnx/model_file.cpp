@@ -1,0 +1,94 @@
+#include <onyx/onnx/model_file.h>
+
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <onyx/onnx/opset.h>
+#include <onyx/onnx/tensor_proto.h>
+
+namespace onyx {
+
+namespace fs = std::filesystem;
+
+int OnnxModelFile::opset(const std::string& domain) const {
+  std::string d = domain == "ai.onnx" ? "" : domain;
+  auto it = opsets.find(d);
+  return it == opsets.end() ? -1 : it->second;
+}
+
+std::string readFileBytes(const std::string& path) {
+  std::error_code ec;
+  if(!fs::exists(path, ec)) throw Error(str(path, ": no such file"));
+  if(fs::is_directory(path, ec)) throw Error(str(path, ": is a directory, not a file"));
+  std::ifstream f(path, std::ios::binary);
+  if(!f) throw Error(str(path, ": cannot open for reading"));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if(f.bad()) throw Error(str(path, ": read error"));
+  return ss.str();
+}
+
+namespace {
+
+template <class Msg>
+void parseMessage(Msg& msg, const std::string& bytes, const std::string& where, const char* kind) {
+  if(bytes.empty()) throw Error(str(where, ": empty file, not ", kind));
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+  in.SetTotalBytesLimit(INT_MAX);
+  if(!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    throw Error(str(where, ": not ", kind, " (protobuf parse failed: truncated or corrupt file)"));
+}
+
+void checkGraphNames(const ::onnx::GraphProto& g, const std::string& where) {
+  for(const auto& n : g.node())
+    if(n.op_type().empty()) throw Error(str(where, ": node '", n.name(), "' has no op_type"));
+}
+
+}  // namespace
+
+std::shared_ptr<OnnxModelFile> parseOnnxModel(const std::string& bytes, const std::string& where,
+                                             const std::string& dir) {
+  auto m = std::make_shared<OnnxModelFile>();
+  m->path = where;
+  m->dir = dir;
+  parseMessage(m->proto, bytes, where, "an ONNX model");
+  const auto& p = m->proto;
+  if(!p.has_ir_version() || p.ir_version() <= 0)
+    throw Error(str(where, ": not an ONNX model (no ir_version: wrong magic or not a ModelProto)"));
+  if(p.ir_version() < kMinIrVersion || p.ir_version() > kMaxIrVersion)
+    throw Error(str(where, ": IR version ", p.ir_version(), " is not supported (this build reads ", kMinIrVersion,
+                    " to ", kMaxIrVersion, ")"));
+  if(!p.has_graph()) throw Error(str(where, ": the model has no graph"));
+  for(const auto& o : p.opset_import()) {
+    std::string d = o.domain() == "ai.onnx" ? "" : o.domain();
+    m->opsets[d] = static_cast<int>(o.version());
+  }
+  if(p.opset_import_size() == 0) m->opsets[""] = 1;  // IR 3 models may omit it
+  auto it = m->opsets.find("");
+  if(it != m->opsets.end() && (it->second < kMinOpset || it->second > kMaxOpset))
+    throw Error(str(where, ": opset ", it->second, " of domain ai.onnx is not supported (this build reads ",
+                    kMinOpset, " to ", kMaxOpset, ")"));
+  checkGraphNames(p.graph(), where);
+  return m;
+}
+
+std::shared_ptr<OnnxModelFile> loadOnnxModel(const std::string& path) {
+  std::string bytes = readFileBytes(path);
+  fs::path dir = fs::path(path).parent_path();
+  if(dir.empty()) dir = ".";
+  return parseOnnxModel(bytes, path, dir.string());
+}
+
+Tensor readTensorPb(const std::string& path) {
+  ::onnx::TensorProto p;
+  parseMessage(p, readFileBytes(path), path, "a TensorProto");
+  fs::path dir = fs::path(path).parent_path();
+  return tensorFromOnnx(p, dir.empty() ? "." : dir.string(), path);
+}
+
+}  // namespace onyx

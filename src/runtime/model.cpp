@@ -1,0 +1,109 @@
+#include <onyx/runtime/model.h>
+
+#include <algorithm>
+
+#include <onyx/graph/expression_graph.h>
+#include <onyx/onnx/model_file.h>
+#include <onyx/onnx/tensor_proto.h>
+
+namespace onyx {
+
+std::string ValueInfo::describe() const {
+  std::string s = type == Type::undefined ? "?" : typeName(type);
+  if(hasShape) {
+    s += "[";
+    for(size_t i = 0; i < dims.size(); ++i) {
+      if(i) s += ",";
+      s += dims[i] >= 0 ? std::to_string(dims[i]) : (dimNames[i].empty() ? "?" : dimNames[i]);
+    }
+    s += "]";
+  }
+  if(kind != "tensor") s = kind + "(" + s + ")";
+  return s;
+}
+
+namespace {
+
+ValueInfo toInfo(const ::onnx::ValueInfoProto& v) {
+  ValueInfo i;
+  i.name = v.name();
+  const auto& t = v.type();
+  i.type = onnxElemType(t);
+  const ::onnx::TypeProto* tt = &t;
+  if(t.has_sequence_type()) {
+    i.kind = "sequence";
+    tt = &t.sequence_type().elem_type();
+  } else if(t.has_optional_type()) {
+    i.kind = "optional";
+    tt = &t.optional_type().elem_type();
+  }
+  if(tt->has_tensor_type() && tt->tensor_type().has_shape()) {
+    i.hasShape = true;
+    for(const auto& d : tt->tensor_type().shape().dim()) {
+      i.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      i.dimNames.push_back(d.has_dim_param() ? d.dim_param() : "");
+    }
+  }
+  return i;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> Model::load(const std::string& path) {
+  auto m = std::shared_ptr<Model>(new Model());
+  m->file_ = loadOnnxModel(path);
+  const auto& g = m->file_->proto.graph();
+  for(const auto& init : g.initializer()) {
+    if(init.name().empty()) throw Error(str(path, ": an initializer has no name"));
+    m->initializers_[init.name()] =
+        tensorFromOnnx(init, m->file_->dir, str(path, ": initializer '", init.name(), "'"));
+  }
+  for(const auto& in : g.input())
+    if(!m->initializers_.count(in.name())) m->inputs_.push_back(toInfo(in));
+  for(const auto& out : g.output()) m->outputs_.push_back(toInfo(out));
+  return m;
+}
+
+const std::string& Model::path() const { return file_->path; }
+int Model::opset(const std::string& domain) const { return file_->opset(domain); }
+
+namespace {
+
+// Input nodes for tensors (bound to them); sequences and optionals become constants.
+// Input nodes are created in the model's input order, so that an exported
+// graph declares its inputs in that order too.
+std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const Model& model, const HostValues& inputs) {
+  std::map<std::string, OnnxValue> in;
+  std::vector<const HostValues::value_type*> ordered;
+  for(const auto& i : model.inputs()) {
+    auto it = inputs.find(i.name);
+    if(it != inputs.end()) ordered.push_back(&*it);
+  }
+  for(const auto& kv : inputs)
+    if(std::find(ordered.begin(), ordered.end(), &kv) == ordered.end()) ordered.push_back(&kv);
+  for(const auto* p : ordered) {
+    const auto& kv = *p;
+    const HostValue& v = kv.second;
+    if(v.kind == OnnxValue::Kind::Tensor) {
+      Expr e = g.input(kv.first, v.tensor->shape(), v.tensor->type());
+      e->bind(v.tensor);
+      in[kv.first] = OnnxValue::of(e);
+    } else if(v.kind == OnnxValue::Kind::Sequence) {
+      std::vector<Expr> s;
+      for(const Tensor& t : v.sequence) s.push_back(g.constant(t));
+      in[kv.first] = OnnxValue::seq(std::move(s), v.elemType);
+    } else {
+      in[kv.first] = OnnxValue::none(v.elemType);
+    }
+  }
+  return in;
+}
+
+}  // namespace
+
+ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable) {
+  return importOnnxGraph(model.file(), model.initializers(), graph, graphInputs(graph, model, inputs),
+                         ImportOptions{trainable});
+}
+
+}  // namespace onyx

@@ -1,0 +1,128 @@
+#include <onyx/runtime/session.h>
+
+#include <onyx/backend/cpu/parallel.h>
+#include <onyx/graph/expression_graph.h>
+
+namespace onyx {
+
+struct Session::Cached {
+  std::shared_ptr<ExpressionGraph> graph;
+  ImportedGraph imported;
+  bool reusable = false;
+};
+
+Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
+    : model_(std::move(model)), options_(options) {
+  ONYX_CHECK(model_ != nullptr, "Session: null model");
+}
+Session::~Session() = default;
+
+std::shared_ptr<ExpressionGraph> Session::lastGraph() const { return last_ ? last_->graph : nullptr; }
+
+namespace {
+
+Tensor copyOut(const Tensor& t) {
+  if(t->type() == Type::string) {
+    Tensor c = TensorBase::create(t->shape(), t->type());
+    c->strings() = t->strings();
+    return c;
+  }
+  Tensor c = TensorBase::create(t->shape(), t->type());
+  if(t->bytes()) c->copyFrom(*t);
+  return c;
+}
+
+std::string signature(const HostValues& inputs) {
+  std::string key;
+  for(const auto& kv : inputs) {
+    key += kv.first;
+    key += '|';
+    const HostValue& v = kv.second;
+    if(v.kind != OnnxValue::Kind::Tensor) return "";  // sequences/optionals: never cached
+    key += std::to_string(static_cast<int>(v.tensor->type()));
+    for(auto d : v.tensor->shape().dims()) key += "," + std::to_string(d);
+    key += ';';
+  }
+  return key;
+}
+
+HostValue toHost(const OnnxValue& v, ExpressionGraph& g) {
+  switch(v.kind) {
+    case OnnxValue::Kind::Tensor: return HostValue::of(copyOut(g.value(v.tensor)));
+    case OnnxValue::Kind::Sequence: {
+      std::vector<Tensor> s;
+      for(const Expr& e : v.sequence) s.push_back(copyOut(g.value(e)));
+      return HostValue::seq(std::move(s), v.elemType);
+    }
+    default: return HostValue::none(v.elemType);
+  }
+}
+
+}  // namespace
+
+HostValues Session::runValues(const HostValues& inputs, const std::vector<std::string>& outputs) {
+  if(options_.threads > 0) host::setNumThreads(options_.threads);
+  for(const auto& kv : inputs) {
+    bool known = false;
+    for(const auto& i : model_->inputs()) known |= i.name == kv.first;
+    known |= model_->initializers().count(kv.first) > 0;
+    ONYX_CHECK(known, model_->path(), ": the model has no input '", kv.first, "'");
+    if(kv.second.kind == OnnxValue::Kind::Tensor)
+      ONYX_CHECK(kv.second.tensor != nullptr, model_->path(), ": input '", kv.first, "' is a null tensor");
+  }
+  for(const auto& o : outputs) {
+    bool known = false;
+    for(const auto& i : model_->outputs()) known |= i.name == o;
+    ONYX_CHECK(known, model_->path(), ": the model has no output '", o, "'");
+  }
+  std::string key = signature(inputs);
+  Cached* c = nullptr;
+  if(!key.empty()) {
+    auto it = cache_.find(key);
+    if(it != cache_.end() && it->second->reusable) c = it->second.get();
+  }
+  if(c) {
+    for(const auto& kv : c->imported.inputNodes) kv.second->bind(inputs.at(kv.first).tensor);
+    c->graph->forward();
+  } else {
+    auto fresh = std::make_unique<Cached>();
+    fresh->graph = std::make_shared<ExpressionGraph>();
+    ExpressionGraph& g = *fresh->graph;
+    g.setDevice(options_.device);
+    g.setInference(!options_.trainable);
+    fresh->imported = importGraph(*model_, g, inputs, options_.trainable);
+    fresh->reusable = !key.empty() && !fresh->imported.valueDependent;
+    for(auto& kv : fresh->imported.outputs) {
+      if(kv.second.kind == OnnxValue::Kind::Tensor) kv.second.tensor->keepValue();
+      for(Expr& e : kv.second.sequence) e->keepValue();
+    }
+    g.forward();
+    ++built_;
+    c = fresh.get();
+    if(c->reusable) cache_[key] = std::move(fresh);
+    else scratch_ = std::move(fresh);  // value-dependent: rebuilt next run
+  }
+  last_ = c;
+  HostValues out;
+  if(outputs.empty()) {
+    for(const auto& o : model_->outputs()) out[o.name] = toHost(c->imported.outputs.at(o.name), *c->graph);
+  } else {
+    for(const auto& o : outputs) out[o] = toHost(c->imported.outputs.at(o), *c->graph);
+  }
+  return out;
+}
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs,
+                                           const std::vector<std::string>& outputs) {
+  HostValues in;
+  for(const auto& kv : inputs) in[kv.first] = HostValue::of(kv.second);
+  std::map<std::string, Tensor> out;
+  for(auto& kv : runValues(in, outputs)) {
+    ONYX_CHECK(kv.second.kind == OnnxValue::Kind::Tensor, model_->path(), ": output '", kv.first,
+               "' is not a tensor (use runValues)");
+    out[kv.first] = kv.second.tensor;
+  }
+  return out;
+}
+
+}  // namespace onyx
