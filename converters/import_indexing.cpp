@@ -8,7 +8,7 @@
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/indexing.h>
-#include <onyx/ops/misc_ops.h>
+#include <onyx/io/image.h>
 #include <onyx/ops/shape.h>
 
 namespace onyx {

@@ -7,7 +7,7 @@
 
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/ops/misc_ops.h>
+#include <onyx/io/image.h>
 #include <onyx/ops/vision.h>
 
 namespace onyx {

@@ -7,7 +7,7 @@
 
 #include "ops/harness.h"
 
-#include <onyx/ops/misc_ops.h>
+#include <onyx/io/image.h>
 #include <onyx/ops/random.h>
 
 namespace onyx {

@@ -1,7 +1,7 @@
 // Odds and ends of ONNX: BitCast (a registry op) and the image decoding of
 // ImageDecoder (BMP, PNM and PNG; its import, and TensorScatter's, are in
 // converters/).
-#include <onyx/ops/misc_ops.h>
+#include <onyx/io/image.h>
 
 #include <algorithm>
 #include <cctype>
