@@ -1,27 +1,24 @@
-// Expression operators of src/ops/misc_ops.cpp.
+// Decoding of image files to 8-bit RGB: what ONNX's ImageDecoder reads
+// (converters/import_vision.cpp), for the formats that need no codec library
+// beyond zlib.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <onyx/core/types.h>
-#include <onyx/graph/node.h>
-
 namespace onyx {
-
-// ONNX BitCast: x's bytes read as element type `to`, which must have x's bit
-// width (bool counts as 8 bits); same shape. Not differentiable.
-Expr bitcast(Expr x, Type to);
+namespace io {
 
 // An image decoded to 8-bit RGB, row-major.
 struct Image {
   int64_t h = 0, w = 0;
   std::vector<uint8_t> rgb;  // h * w * 3
 };
-// Decodes the image file held in `bytes`: uncompressed BMP, PNM (P1-P7) or
-// PNG, the formats of ONNX ImageDecoder that need no codec library. False
-// with `why` set for a corrupt file or another format (JPEG, TIFF, ...),
-// which `why` names.
+
+// Decodes the image file held in `bytes`: uncompressed BMP, PNM (P2, P3, P5,
+// P6) or non-interlaced PNG. False with `why` set to one line for a corrupt
+// file or another format (JPEG, TIFF, ...), which `why` names.
 bool decodeImage(const std::vector<uint8_t>& bytes, Image& img, std::string& why);
 
+}  // namespace io
 }  // namespace onyx
