@@ -1,6 +1,6 @@
 // ONNX indexing ops with no registry op of their own, as the functions of
-// src/ops/indexing.cpp and src/ops/misc_ops.cpp: Scatter (opsets 9-10),
-// TopK, OneHot, NonZero, Compress, Unique and TensorScatter.
+// src/ops/indexing.cpp: Scatter (opsets 9-10), TopK, OneHot, NonZero,
+// Compress, Unique and TensorScatter.
 #include <cmath>
 #include <vector>
 
@@ -8,7 +8,6 @@
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/indexing.h>
-#include <onyx/ops/misc_ops.h>
 #include <onyx/ops/shape.h>
 
 namespace onyx {

@@ -1,13 +1,13 @@
 // ONNX vision ops with no registry op of their own: AffineGrid, DeformConv,
-// NonMaxSuppression (src/ops/vision.cpp) and ImageDecoder
-// (src/ops/misc_ops.cpp).
+// NonMaxSuppression (src/ops/vision.cpp) and ImageDecoder (its decoding in
+// src/io/image.cpp).
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/ops/misc_ops.h>
+#include <onyx/io/image.h>
 #include <onyx/ops/vision.h>
 
 namespace onyx {
@@ -70,9 +70,9 @@ ONYX_ONNX_IMPORT(kOnnxImageDecoder, "ImageDecoder", 20).importer([](OnnxImportCt
           "; it must be 1-D uint8 (the encoded file)");
   std::vector<uint8_t> d(static_cast<size_t>(t->size()));
   if(!d.empty()) std::memcpy(d.data(), t->raw(), d.size());
-  Image img;
+  io::Image img;
   std::string why;
-  bool ok = decodeImage(d, img, why);
+  bool ok = io::decodeImage(d, img, why);
   c.check(ok, "cannot decode ", why);
   int64_t n = img.h * img.w;
   Tensor y;

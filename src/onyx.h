@@ -35,5 +35,6 @@
 #include <onyx/train/optimizers.h>
 #include <onyx/train/schedule.h>
 #include <onyx/train/trainer.h>
+#include <onyx/io/image.h>
 #include <onyx/io/json.h>
 #include <onyx/io/npz.h>

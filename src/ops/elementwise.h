@@ -1,9 +1,12 @@
-// Element-wise expression operators (src/ops/elementwise.cpp).
+// Element-wise expression operators: one header for the element-wise
+// families of src/ops, in sections named for the file that defines them.
 #pragma once
 #include <onyx/graph/node.h>
 #include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
+
+// ---- arithmetic.cpp
 
 // Arithmetic with ONNX/numpy broadcasting; scalar forms use a rank-0 constant
 // of the tensor's element type.
@@ -40,16 +43,30 @@ Expr maximum(Expr a, Expr b);
 Expr maximum(Expr a, double b);
 Expr maximum(double a, Expr b);
 
-// Math functions. They overload the std names for Expr arguments.
+// a mod b with broadcasting: the result has b's sign (Python's %), or a's
+// with fmod (C's fmod and %). Integer b = 0 gives 0.
+Expr mod(Expr a, Expr b, bool fmod = false);
+
+// They overload the std names for Expr arguments.
 Expr abs(Expr x);
 Expr sign(Expr x);
+Expr reciprocal(Expr x);
+// Rounding; the gradient is 0 (almost everywhere). round() takes halfway
+// cases to the even neighbour, as ONNX's Round.
+Expr floor(Expr x);
+Expr ceil(Expr x);
+Expr round(Expr x);
+
+// ---- math.cpp
+
+// Math functions on float tensors. They overload the std names for Expr
+// arguments.
 Expr sin(Expr x);
 Expr cos(Expr x);
 Expr tan(Expr x);
 Expr exp(Expr x);
 Expr log(Expr x);
 Expr sqrt(Expr x);
-Expr reciprocal(Expr x);
 Expr erf(Expr x);
 Expr acos(Expr x);
 Expr asin(Expr x);
@@ -59,16 +76,9 @@ Expr cosh(Expr x);
 Expr asinh(Expr x);
 Expr acosh(Expr x);
 Expr atanh(Expr x);
-// Rounding; the gradient is 0 (almost everywhere). round() takes halfway
-// cases to the even neighbour, as ONNX's Round.
-Expr floor(Expr x);
-Expr ceil(Expr x);
-Expr round(Expr x);
-// NaN/Inf tests on float tensors; the result is bool.
-Expr is_nan(Expr x);
-Expr is_inf(Expr x, bool detectNegative = true, bool detectPositive = true);
 
-// Activations.
+// ---- activations.cpp
+
 Expr tanh(Expr x);
 Expr sigmoid(Expr x);
 Expr relu(Expr x);
@@ -92,6 +102,8 @@ Expr shrink(Expr x, float lambd = 0.5f, float bias = 0.f);
 // min(max(x, lo), hi); the gradient passes where lo < x < hi.
 Expr clip(Expr x, double lo, double hi);
 
+// ---- logic.cpp
+
 // Comparisons with broadcasting; the result is bool.
 Expr lt(Expr a, Expr b);
 Expr le(Expr a, Expr b);
@@ -112,9 +124,17 @@ Expr logical_or(Expr a, Expr b);
 Expr logical_xor(Expr a, Expr b);
 Expr logical_not(Expr a);
 
-// a mod b with broadcasting: the result has b's sign (Python's %), or a's
-// with fmod (C's fmod and %). Integer b = 0 gives 0.
-Expr mod(Expr a, Expr b, bool fmod = false);
+// cond ? a : b element-wise, all three broadcast; cond is bool. Gradients go
+// to a where cond holds and to b elsewhere. A backward rule masks its
+// gradient with where(mask, dy, 0.0): the result has the broadcast shape of
+// mask and dy, which GradCtx::add sums down to the input's.
+Expr where(Expr cond, Expr a, Expr b);
+Expr where(Expr cond, Expr a, double b);
+Expr where(Expr cond, double a, Expr b);
+
+// NaN/Inf tests on float tensors; the result is bool.
+Expr is_nan(Expr x);
+Expr is_inf(Expr x, bool detectNegative = true, bool detectPositive = true);
 
 // Bitwise ops on integer tensors, with broadcasting. Shifts by a negative
 // amount or by the bit width or more give 0 (-1 for a right shift of a
@@ -125,11 +145,7 @@ Expr bitwise_or(Expr a, Expr b);
 Expr bitwise_xor(Expr a, Expr b);
 Expr bitwise_not(Expr a);
 
-// cond ? a : b element-wise, all three broadcast; cond is bool. Gradients go
-// to a where cond holds and to b elsewhere.
-Expr where(Expr cond, Expr a, Expr b);
-Expr where(Expr cond, Expr a, double b);
-Expr where(Expr cond, double a, Expr b);
+// ---- conversion.cpp
 
 // Element type conversion (any numeric type, the storage-only float8/float4/
 // int4/int2 ones included). Into float8 types, out-of-range values saturate
@@ -137,15 +153,18 @@ Expr where(Expr cond, double a, Expr b);
 // float8e5m2); roundMode steers float8e8m0 targets.
 Expr cast(Expr x, Type to);
 Expr cast(Expr x, Type to, bool saturate, E8M0Round roundMode = E8M0Round::up);
+// ONNX BitCast: x's bytes read as element type `to`, which must have x's bit
+// width (bool counts as 8 bits); same shape. Not differentiable.
+Expr bitcast(Expr x, Type to);
 
-// ---- ONNX import helpers, shared by the import rules of src/ops/elementwise.cpp
-// and the composites of converters/import_elementwise.cpp.
+// ---- ONNX import helpers, shared by the import rules of the element-wise
+// families and the composites of converters/import_elementwise.cpp.
 
 // Folds the ONNX node's inputs (1..n, broadcasting) with a binary op: the
-// import of the variadic Sum, Mean, Max and Min.
+// import of the variadic Sum, Mean, Max and Min (arithmetic.cpp).
 Expr foldInputs(OnnxImportCtx& c, Expr (*f)(Expr, Expr));
 // Cast / CastLike to `to`: saturate (19+) and round_mode (24+) steer the
-// float8 targets.
+// float8 targets (conversion.cpp).
 void importCast(OnnxImportCtx& c, Type to);
 
 }  // namespace onyx

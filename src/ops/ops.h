@@ -14,4 +14,3 @@
 #include <onyx/ops/signal.h>
 #include <onyx/ops/vision.h>
 #include <onyx/ops/random.h>
-#include <onyx/ops/misc_ops.h>

@@ -65,6 +65,34 @@ Ref refBroadcast(const std::vector<Ref>& ins, const std::function<double(const s
   return y;
 }
 
+Ref refMap(const std::vector<Ref>& ins, double (*f)(double)) {
+  return refBroadcast(ins, [f](const std::vector<double>& a) { return f(a[0]); });
+}
+
+std::pair<std::vector<double>, std::vector<double>> gradsOfSum(Expr (*f)(Expr, Expr), std::vector<double> a,
+                                                               std::vector<double> b) {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  auto pa = g->param("a", {int64_t(a.size())}, inits::fromVector(a), Type::float64, true);
+  auto pb = g->param("b", {int64_t(b.size())}, inits::fromVector(b), Type::float64, true);
+  auto loss = sum(f(pa, pb));
+  g->forward();
+  g->backward(loss);
+  std::pair<std::vector<double>, std::vector<double>> r;
+  pa->grad()->get(r.first);
+  pb->grad()->get(r.second);
+  return r;
+}
+
+void expectErrorMentioning(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch(const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 namespace {
 
 std::vector<Ref> makeInputs(const OpCase& c, uint64_t seed) {

@@ -9,6 +9,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onyx/onyx.h>
@@ -116,7 +117,17 @@ Ref refLike(const Ref& a);  // same shape, zeros
 Ref refOfShape(std::vector<int64_t> shape);
 // Element-wise map with numpy broadcasting of all inputs.
 Ref refBroadcast(const std::vector<Ref>& ins, const std::function<double(const std::vector<double>&)>& f);
+// y = f(x) element by element, for the one input of a unary op's case.
+Ref refMap(const std::vector<Ref>& ins, double (*f)(double));
 std::vector<int64_t> refStrides(const std::vector<int64_t>& shape);
+
+// For the tests beside the cases (behaviour the harness does not check).
+// The gradients of sum(f(a, b)) for a and b as float64 params on the CPU.
+std::pair<std::vector<double>, std::vector<double>> gradsOfSum(Expr (*f)(Expr, Expr), std::vector<double> a,
+                                                               std::vector<double> b);
+// Fails the test unless f() throws an onyx::Error whose message contains
+// `needle`.
+void expectErrorMentioning(const std::function<void()>& f, const std::string& needle);
 
 }  // namespace test
 }  // namespace onyx

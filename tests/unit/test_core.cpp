@@ -1,4 +1,5 @@
-// Core types: Type, float16/bfloat16, Shape, Tensor, Allocator.
+// Core types: Type, float16/bfloat16, the float8/float4/packed-integer
+// conversions, Shape, Tensor, Allocator.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -40,6 +41,105 @@ TEST(Types, BFloat16RoundsToNearestEven) {
   EXPECT_EQ(bfloat16(1.0f).bits, 0x3f80);
   EXPECT_EQ(float(bfloat16(3.0f)), 3.0f);
   EXPECT_NEAR(float(bfloat16(3.14159f)), 3.140625f, 1e-6);
+}
+
+// The conversion helpers of src/core/types.h, against codes worked out by
+// hand from the format definitions (sign | exponent field | mantissa).
+TEST(SmallFloatConversion, Float8E4M3FN) {
+  const Type t = Type::float8e4m3fn;  // bias 7, no inf, NaN S.1111.111, max 1.75 * 2^8 = 448
+  EXPECT_EQ(encodeSmallFloat(t, 1.0), 0x38);     // 0.0111.000
+  EXPECT_EQ(encodeSmallFloat(t, -2.5), 0xC2);    // 1.1000.010: 1.25 * 2^1
+  EXPECT_EQ(encodeSmallFloat(t, 448.0), 0x7E);
+  EXPECT_EQ(encodeSmallFloat(t, 464.0), 0x7E);   // tie between 448 (even) and 480 (odd, the NaN code)
+  EXPECT_EQ(encodeSmallFloat(t, 500.0), 0x7E);   // saturates
+  EXPECT_EQ(encodeSmallFloat(t, 500.0, false), 0x7F);
+  EXPECT_EQ(encodeSmallFloat(t, -INFINITY), 0xFE);
+  EXPECT_EQ(encodeSmallFloat(t, INFINITY, false), 0x7F);
+  EXPECT_EQ(encodeSmallFloat(t, NAN), 0x7F);
+  EXPECT_EQ(encodeSmallFloat(t, std::ldexp(1.0, -9)), 0x01);      // smallest subnormal
+  EXPECT_EQ(encodeSmallFloat(t, std::ldexp(1.0, -10)), 0x00);     // tie -> even (0)
+  EXPECT_EQ(encodeSmallFloat(t, 3 * std::ldexp(1.0, -10)), 0x02); // tie 1 vs 2 -> 2
+  EXPECT_EQ(encodeSmallFloat(t, -0.0), 0x80);
+  EXPECT_EQ(encodeSmallFloat(t, 1.0625), 0x38);  // tie 1.0 (m=0) vs 1.125 (m=1)
+  EXPECT_EQ(encodeSmallFloat(t, 1.1875), 0x3A);  // tie 1.125 (m=1) vs 1.25 (m=2)
+  EXPECT_EQ(decodeSmallFloat(t, 0x7E), 448.0);
+  EXPECT_EQ(decodeSmallFloat(t, 0x01), std::ldexp(1.0, -9));
+  EXPECT_EQ(decodeSmallFloat(t, 0xC2), -2.5);
+  EXPECT_TRUE(std::isnan(decodeSmallFloat(t, 0xFF)));
+}
+
+TEST(SmallFloatConversion, Float8E4M3FNUZ_E5M2_E5M2FNUZ) {
+  Type t = Type::float8e4m3fnuz;  // bias 8, NaN 0x80 only, max 1.875 * 2^7 = 240
+  EXPECT_EQ(encodeSmallFloat(t, 1.0), 0x40);
+  EXPECT_EQ(encodeSmallFloat(t, 240.0), 0x7F);
+  EXPECT_EQ(encodeSmallFloat(t, 1000.0), 0x7F);
+  EXPECT_EQ(encodeSmallFloat(t, -1000.0, false), 0x80);
+  EXPECT_EQ(encodeSmallFloat(t, -0.0), 0x00);    // no negative zero
+  EXPECT_EQ(encodeSmallFloat(t, NAN), 0x80);
+  EXPECT_TRUE(std::isnan(decodeSmallFloat(t, 0x80)));
+  EXPECT_EQ(decodeSmallFloat(t, 0x01), std::ldexp(1.0, -10));
+  t = Type::float8e5m2;  // bias 15, inf 0.11111.00, max 1.75 * 2^15 = 57344
+  EXPECT_EQ(encodeSmallFloat(t, 1.0), 0x3C);
+  EXPECT_EQ(encodeSmallFloat(t, 57344.0), 0x7B);
+  EXPECT_EQ(encodeSmallFloat(t, 1e6), 0x7B);
+  EXPECT_EQ(encodeSmallFloat(t, 1e6, false), 0x7C);
+  EXPECT_EQ(encodeSmallFloat(t, -INFINITY, false), 0xFC);
+  EXPECT_EQ(encodeSmallFloat(t, std::ldexp(1.0, -16)), 0x01);
+  EXPECT_EQ(decodeSmallFloat(t, 0x7C), INFINITY);
+  EXPECT_TRUE(std::isnan(decodeSmallFloat(t, 0x7D)));
+  t = Type::float8e5m2fnuz;  // bias 16
+  EXPECT_EQ(encodeSmallFloat(t, 1.0), 0x40);
+  EXPECT_EQ(encodeSmallFloat(t, 57344.0), 0x7F);
+  EXPECT_EQ(encodeSmallFloat(t, INFINITY, false), 0x80);
+  EXPECT_EQ(decodeSmallFloat(t, 0x01), std::ldexp(1.0, -17));
+}
+
+TEST(SmallFloatConversion, Float4E2M1AndE8M0) {
+  const Type t = Type::float4e2m1;  // bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6
+  EXPECT_EQ(encodeSmallFloat(t, 1.0), 0x2);
+  EXPECT_EQ(encodeSmallFloat(t, 1.5), 0x3);
+  EXPECT_EQ(encodeSmallFloat(t, 0.25), 0x0);   // tie 0 vs 0.5 -> 0
+  EXPECT_EQ(encodeSmallFloat(t, 0.75), 0x2);   // tie 0.5 vs 1 -> 1
+  EXPECT_EQ(encodeSmallFloat(t, 5.0), 0x6);    // tie 4 vs 6 -> 4
+  EXPECT_EQ(encodeSmallFloat(t, -3.5), 0xE);   // tie 3 vs 4 -> -4
+  EXPECT_EQ(encodeSmallFloat(t, 100.0), 0x7);  // always saturates
+  EXPECT_EQ(encodeSmallFloat(t, -INFINITY), 0xF);
+  EXPECT_EQ(decodeSmallFloat(t, 0x7), 6.0);
+  EXPECT_EQ(decodeSmallFloat(t, 0x9), -0.5);
+  // float8e8m0: 2^(e - 127); 0xff NaN.
+  EXPECT_EQ(encodeE8M0(1.0f), 0x7F);
+  EXPECT_EQ(encodeE8M0(1.1f), 0x80);  // up
+  EXPECT_EQ(encodeE8M0(1.1f, true, E8M0Round::down), 0x7F);
+  EXPECT_EQ(encodeE8M0(1.1f, true, E8M0Round::nearest), 0x7F);
+  EXPECT_EQ(encodeE8M0(1.5f, true, E8M0Round::nearest), 0x80);
+  EXPECT_EQ(encodeE8M0(0.0f), 0x00);
+  EXPECT_EQ(encodeE8M0(NAN), 0xFF);
+  EXPECT_EQ(encodeE8M0(3e38f), 0xFE);         // 1.76 * 2^127 saturates
+  EXPECT_EQ(encodeE8M0(3e38f, false), 0xFF);
+  EXPECT_EQ(decodeSmallFloat(Type::float8e8m0, 0x80), 2.0);
+  EXPECT_EQ(decodeSmallFloat(Type::float8e8m0, 0x00), std::ldexp(1.0, -127));
+}
+
+TEST(SmallFloatConversion, PackedIntegers) {
+  uint8_t buf[2] = {0, 0};
+  storeFromDouble(buf, Type::uint4, 0, 1.0);
+  storeFromDouble(buf, Type::uint4, 1, 2.0);
+  storeFromDouble(buf, Type::uint4, 2, 19.0);  // wraps to 3
+  EXPECT_EQ(buf[0], 0x21);                      // first element in the low nibble
+  EXPECT_EQ(buf[1], 0x03);
+  storeFromDouble(buf, Type::int4, 0, -1.0);    // 0xF
+  storeFromDouble(buf, Type::int4, 1, 9.7);     // trunc 9 = 0b1001 -> -7
+  EXPECT_EQ(buf[0], 0x9F);
+  EXPECT_EQ(loadAsDouble(buf, Type::int4, 0), -1.0);
+  EXPECT_EQ(loadAsDouble(buf, Type::int4, 1), -7.0);
+  EXPECT_EQ(loadAsDouble(buf, Type::uint4, 1), 9.0);
+  uint8_t b2 = 0;
+  const double v[4] = {1, -2, -1, 0};  // codes 01, 10, 11, 00
+  for(size_t i = 0; i < 4; ++i) storeFromDouble(&b2, Type::int2, i, v[i]);
+  EXPECT_EQ(b2, 0x39);
+  for(size_t i = 0; i < 4; ++i) EXPECT_EQ(loadAsDouble(&b2, Type::int2, i), v[i]);
+  EXPECT_EQ(loadAsDouble(&b2, Type::uint2, 1), 2.0);
+  EXPECT_EQ(typeBytes(Type::int2, 5), 2u);
 }
 
 TEST(Shape, BroadcastAndAxes) {

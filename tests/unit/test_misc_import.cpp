@@ -1,6 +1,7 @@
-// ONNX imports of src/ops/{strings,ml,training_ops,random,misc_ops}.cpp on
-// cases the official node tests leave out: one-node models built here, run
-// through Model/Session, checked against values worked out by hand.
+// ONNX imports of composite rules in converters/ (strings, ml, training,
+// random, ImageDecoder, TensorScatter) on cases the official node tests
+// leave out: one-node models built here, run through Model/Session, checked
+// against values worked out by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -52,7 +52,7 @@ void stridedOf(size_t dev, const host::StridedPlan& p, void* dst, const void* sr
   forEachOn(dev, StridedBody<W>{p, static_cast<W*>(dst), static_cast<const W*>(src)}, p.total, "strided copy");
 }
 
-// y = x converted as the CPU's cast converts (ops/elementwise.cpp, kCast).
+// y = x converted as the CPU's cast converts (ops/conversion.cpp, kCast).
 template <class O>
 struct ConvertTo {
   template <class Old, class I>

@@ -1,13 +1,12 @@
-// Harness cases of src/ops/random.cpp and src/ops/misc_ops.cpp.
+// Harness cases of src/ops/random.cpp.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "ops/harness.h"
 
-#include <onyx/ops/misc_ops.h>
 #include <onyx/ops/random.h>
 
 namespace onyx {
@@ -61,7 +60,7 @@ ONYX_OP_CASE({"random_normal", "moments", {constantInput(in({100, 200}))},
 
 // Seeded generators give the same values in every graph (and different
 // values for another seed).
-TEST(MiscOps, SeededRandomIsReproducible) {
+TEST(RandomOps, SeededRandomIsReproducible) {
   auto draw = [](double seed) {
     auto g = New<ExpressionGraph>();
     g->setDevice({0, DeviceType::cpu});
@@ -97,46 +96,6 @@ ONYX_OP_CASE({"multinomial", "frequencies",
                   }
                 }
               }});
-
-// ------------------------------------------------------------------ bitcast
-
-// int32 bit patterns of floats in [1, 2.5] read back as float32.
-ONYX_OP_CASE({"bitcast", "int32_to_float32", {ints({7}, 1065353216, 1075838976)},
-              [](Xs x) { return bitcast(cast(x[0], Type::int32), Type::float32); },
-              [](Rs x) {
-                Ref y = refLike(x[0]);
-                for(int64_t i = 0; i < y.size(); ++i) {
-                  int32_t b = static_cast<int32_t>(x[0][i]);
-                  float f;
-                  std::memcpy(&f, &b, 4);
-                  y[i] = f;
-                }
-                return y;
-              },
-              /*gradcheck=*/false, 0, 0});
-
-// float64 values read as int64 bit patterns.
-ONYX_OP_CASE({"bitcast", "float64_to_int64", {values({2, 2}, {1.0, -2.5, 0.0, 1e300})},
-              [](Xs x) { return bitcast(cast(x[0], Type::float64), Type::int64); },
-              [](Rs x) {
-                Ref y = refLike(x[0]);
-                for(int64_t i = 0; i < y.size(); ++i) {
-                  double d = x[0][i];
-                  int64_t b;
-                  std::memcpy(&b, &d, 8);
-                  y[i] = static_cast<double>(b);
-                }
-                return y;
-              },
-              /*gradcheck=*/false, 0, 0});
-
-TEST(MiscOps, BitcastNeedsEqualWidths) {
-  auto g = New<ExpressionGraph>();
-  g->setDevice({0, DeviceType::cpu});
-  Expr x = g->constant(Shape{2}, inits::fromVector(std::vector<float>{1, 2}), Type::float32);
-  EXPECT_THROW(bitcast(x, Type::int64), Error);
-  EXPECT_EQ(bitcast(x, Type::uint32)->value_type(), Type::uint32);
-}
 
 }  // namespace
 }  // namespace test

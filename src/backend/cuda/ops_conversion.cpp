@@ -1,6 +1,6 @@
-// GPU kernels of ops/elementwise.cpp's ops that are not made from functors
-// (those come from the plugin's nvcc compile of the family file): cast
-// (device code in copy.cu).
+// GPU kernels of ops/conversion.cpp: cast (device code in copy.cu). The
+// family is not a functor family (ONYX_FUNCTOR_FAMILIES); bitcast's kernel
+// serves both devices (OpDef::anyDevice).
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
 
