@@ -111,12 +111,42 @@ struct CaseRegistrar {
 #define ONYX_OP_CASE(...) \
   static ::onyx::test::CaseRegistrar ONYX_CASE_CAT(onyxCase_, __COUNTER__)(::onyx::test::OpCase __VA_ARGS__)
 
+// A graph on the CPU, for tests beside the cases.
+inline Ptr<ExpressionGraph> cpuGraph() {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  return g;
+}
+
+// The message of the onyx::Error thrown by f, or "" if none.
+template <class F>
+std::string errorOf(F f) {
+  try {
+    f();
+  } catch(const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// x's elements under another shape.
+inline Ref withShape(Ref x, std::vector<int64_t> s) {
+  x.shape = std::move(s);
+  return x;
+}
+
 // Reference helpers.
 Ref refLike(const Ref& a);  // same shape, zeros
 Ref refOfShape(std::vector<int64_t> shape);
 // Element-wise map with numpy broadcasting of all inputs.
 Ref refBroadcast(const std::vector<Ref>& ins, const std::function<double(const std::vector<double>&)>& f);
 std::vector<int64_t> refStrides(const std::vector<int64_t>& shape);
+// y[o] = x[src(o)]: every output element read from one input position.
+inline Ref mapRef(const Ref& x, const Idx& outShape, const std::function<Idx(const Idx&)>& src) {
+  Ref y = refOfShape(outShape);
+  for(int64_t k = 0; k < y.size(); ++k) y[k] = x[ravel(src(unravel(k, outShape)), x.shape)];
+  return y;
+}
 
 }  // namespace test
 }  // namespace onyx
