@@ -9,6 +9,7 @@
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/attention.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>
 #include <onyx/ops/shape.h>

@@ -49,12 +49,6 @@ Expr emptyOf(OnnxImportCtx& c, Type t, std::vector<int64_t> dims) {
   return c.constant(TensorBase::create(Shape(dims), t == Type::undefined ? Type::float32 : t));
 }
 
-int64_t normAxis(OnnxImportCtx& c, int64_t axis, int64_t rank, const char* what) {
-  int64_t a = axis < 0 ? axis + rank : axis;
-  c.check(a >= 0 && a < rank, what, " ", axis, " is out of range for rank ", rank);
-  return a;
-}
-
 bool truth(OnnxImportCtx& c, Expr e, const char* what) {
   Tensor t = c.valueOf(e);
   c.check(t->size() == 1, what, " must hold one value, got shape ", t->shape());
@@ -121,7 +115,7 @@ void scanCore(OnnxImportCtx& c, std::vector<Expr> states, const std::vector<Expr
   std::vector<int64_t> axes;
   for(size_t j = 0; j < xs.size(); ++j) {
     int64_t r = xs[j]->shape().rank();
-    int64_t a = normAxis(c, j < inAxes.size() ? inAxes[j] : 0, r, "scan_input_axes");
+    int64_t a = c.axis(j < inAxes.size() ? inAxes[j] : 0, static_cast<int>(r), "scan_input_axes");
     axes.push_back(a);
     int64_t len = xs[j]->shape().dims()[a];
     c.check(T < 0 || len == T, "scan inputs have different lengths ", T, " and ", len);
@@ -144,7 +138,7 @@ void scanCore(OnnxImportCtx& c, std::vector<Expr> states, const std::vector<Expr
     c.check(!outs[k].empty(), "Scan over a zero-length axis is not supported");
     if(k < outDirs.size() && outDirs[k] == 1) std::reverse(outs[k].begin(), outs[k].end());
     int64_t r = outs[k][0]->shape().rank() + 1;
-    int64_t a = normAxis(c, k < outAxes.size() ? outAxes[k] : 0, r, "scan_output_axes");
+    int64_t a = c.axis(k < outAxes.size() ? outAxes[k] : 0, static_cast<int>(r), "scan_output_axes");
     scanOuts->push_back(stack(c, outs[k], a));
   }
 }
@@ -240,7 +234,7 @@ ONYX_ONNX_IMPORT(kSequenceLength, "SequenceLength", 11).importer([](OnnxImportCt
 ONYX_ONNX_IMPORT(kSplitToSequence, "SplitToSequence", 11).importer([](OnnxImportCtx& c) {
   Expr x = c.input(0);
   int64_t r = x->shape().rank();
-  int64_t axis = normAxis(c, c.attrInt("axis", 0), r, "axis");
+  int64_t axis = c.axis(c.attrInt("axis", 0), static_cast<int>(r), "axis");
   bool keepdims = c.attrInt("keepdims", 1) != 0;
   int64_t len = x->shape().dims()[axis];
   std::vector<int64_t> sizes;
@@ -282,7 +276,7 @@ ONYX_ONNX_IMPORT(kConcatFromSequence, "ConcatFromSequence", 11).importer([](Onnx
   c.check(!s.empty(), "concatenation of an empty sequence");
   bool newAxis = c.attrInt("new_axis", 0) != 0;
   int64_t r = s[0]->shape().rank() + (newAxis ? 1 : 0);
-  int64_t axis = normAxis(c, c.attrInt("axis"), r, "axis");
+  int64_t axis = c.axis(c.attrInt("axis"), static_cast<int>(r), "axis");
   if(newAxis) {
     c.setOutput(0, stack(c, s, axis));
     return;

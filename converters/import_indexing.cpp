@@ -86,8 +86,7 @@ ONYX_ONNX_IMPORT(kOnnxTensorScatter, "TensorScatter", 24).importer([](OnnxImport
   const Shape& us = update->shape();
   const int r = ps.rank();
   c.check(r >= 2 && us.rank() == r, "past_cache (", ps, ") and update (", us, ") need the same rank, at least 2");
-  c.check(axisAttr >= -r && axisAttr < r, "axis ", axisAttr, " is outside [", -r, ", ", r, ")");
-  const int axis = static_cast<int>(axisAttr < 0 ? axisAttr + r : axisAttr);
+  const int axis = c.axis(axisAttr, r);
   c.check(axis != 0, "axis is the batch axis 0");
   for(int i = 0; i < r; ++i)
     c.check(i == axis || ps[i] == us[i], "update's shape ", us, " differs from past_cache's ", ps,

@@ -15,6 +15,7 @@
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 

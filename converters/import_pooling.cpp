@@ -1,11 +1,12 @@
 // ONNX pools with no registry op of their own: LpPool, the global pools and
-// MaxUnpool, as the pooling functions of src/ops/conv.cpp.
+// MaxUnpool, as the pooling functions of src/ops/pooling.cpp.
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/ops/conv.h>
-#include <onyx/ops/shape.h>
+#include <onyx/ops/convolution.h>
+#include <onyx/ops/pooling.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 

@@ -5,7 +5,7 @@
 
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/ops/conv.h>
+#include <onyx/ops/convolution.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/linalg.h>

@@ -15,8 +15,10 @@
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 

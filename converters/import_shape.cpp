@@ -9,7 +9,9 @@
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 
@@ -73,8 +75,7 @@ ONYX_ONNX_IMPORT(kOnnxSplit, "Split", 1).importer([](OnnxImportCtx& c) {
   Expr x = c.input(0);
   int r = x->shape().rank();
   int64_t axis0 = c.attrInt("axis", 0);
-  c.check(axis0 >= -r && axis0 < r, "axis ", axis0, " is out of range for rank ", r);
-  int axis = static_cast<int>(axis0 < 0 ? axis0 + r : axis0);
+  int axis = c.axis(axis0, r);
   int64_t n = x->shape()[axis];
   size_t outs = c.numOutputs();
   std::vector<int64_t> sizes = optionalInts(c, 1);
@@ -110,9 +111,8 @@ ONYX_ONNX_IMPORT(kOnnxTile, "Tile", 1).importer([](OnnxImportCtx& c) {
   if(c.opset() < 6) {
     int r = x->shape().rank();
     int64_t tiles = static_cast<int64_t>(c.scalar(1)), axis = static_cast<int64_t>(c.scalar(2));
-    c.check(axis >= -r && axis < r, "axis ", axis, " is out of range for rank ", r);
     reps.assign(static_cast<size_t>(r), 1);
-    reps[static_cast<size_t>(axis < 0 ? axis + r : axis)] = tiles;
+    reps[static_cast<size_t>(c.axis(axis, r))] = tiles;
   } else {
     reps = c.ints(1);
   }
@@ -241,8 +241,7 @@ ONYX_ONNX_IMPORT(kOnnxCenterCropPad, "CenterCropPad", 18).importer([](OnnxImport
   std::vector<int64_t> starts, ends, sliceAxes, pads(static_cast<size_t>(2 * r), 0);
   bool padded = false;
   for(size_t i = 0; i < axes.size(); ++i) {
-    c.check(axes[i] >= -r && axes[i] < r, "axis ", axes[i], " is out of range for rank ", r);
-    int a = static_cast<int>(axes[i] < 0 ? axes[i] + r : axes[i]);
+    int a = c.axis(axes[i], r);
     int64_t d = x->shape()[a], t = target[i];
     c.check(t >= 0, "shape ", attrToString(attr(target)), " has a negative dimension");
     if(t < d) {

@@ -47,8 +47,8 @@ public:
   // Waits for the work queued on gpu<no>.
   virtual void synchronize(size_t no) = 0;
 
-  // ---- element movers: the kernels of the shape ops (ops/shape.cpp) and
-  // bitcast/identity are written once for both devices (OpDef::anyDevice)
+  // ---- element movers: the kernels of the data-movement ops (through
+  // ops/movers.h) and bitcast/identity are written once for both devices (OpDef::anyDevice)
   // with these, so a new op made only of moves needs no GPU code.
   // dst = src, `bytes` bytes on one device.
   virtual void copyBytes(size_t dev, void* dst, const void* src, size_t bytes) = 0;

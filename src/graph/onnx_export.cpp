@@ -32,6 +32,12 @@ OnnxAttrs OnnxExportCtx::nodeAttrs() const {
   return attrs;
 }
 
+std::string OnnxExportCtx::emitCast(const std::string& v, Type to, const std::string& hint) {
+  std::string y = fresh(hint);
+  emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
+  return y;
+}
+
 std::vector<std::string> OnnxExportCtx::inputs() {
   std::vector<std::string> v;
   for(size_t i = 0; i < numInputs(); ++i) v.push_back(input(i));

@@ -65,6 +65,8 @@ public:
   virtual void emitDefault(const std::string& opType, const std::vector<std::string>& inputs = {},
                            const std::vector<std::string>& skip = {}, const OnnxAttrs& extra = {}) = 0;
   std::vector<std::string> inputs();  // all input names
+  // Emits a Cast of value `v` to type `to`; returns the fresh name (`hint`) of the result.
+  std::string emitCast(const std::string& v, Type to, const std::string& hint);
   // The node's attributes by name, empty lists left out (what the default
   // export writes, without its schema check): for exporters that emit the
   // same op with other inputs, e.g. around a Cast bridge.

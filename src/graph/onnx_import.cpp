@@ -61,4 +61,12 @@ std::string OnnxImportCtx::where() const {
 
 void OnnxImportCtx::failMsg(const std::string& msg) const { throw Error(where() + ": " + msg); }
 
+int OnnxImportCtx::axis(int64_t axis, int rank, const char* what) const {
+  try {
+    return normalizeAxis(axis, rank, what);
+  } catch(const Error& e) {
+    failMsg(e.what());
+  }
+}
+
 }  // namespace onyx

@@ -138,6 +138,8 @@ public:
   [[noreturn]] void fail(const A&... a) const { failMsg(str(a...)); }
   template <class... A>
   void check(bool cond, const A&... a) const { if(!cond) failMsg(str(a...)); }
+  // normalizeAxis (core/shape.h) whose error names the node.
+  int axis(int64_t axis, int rank, const char* what = "axis") const;
   std::string where() const;
 
 private:

@@ -123,6 +123,14 @@ Type InferCtx::commonType() const {
   return t;
 }
 
+int InferCtx::axis(int64_t axis, int rank, const char* what) const {
+  try {
+    return normalizeAxis(axis, rank, what);
+  } catch(const Error& e) {
+    failMsg(e.what());
+  }
+}
+
 void InferCtx::requireFloat(size_t i) const {
   check(isFloat(typeOf(i)), "input ", i, " has element type ", typeOf(i),
         " but this op needs a floating-point type; cast it with cast(x, Type::float32)");

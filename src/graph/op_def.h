@@ -158,6 +158,8 @@ struct InferCtx {
   // Requires every input to have the same element type, returns it.
   Type commonType() const;
   void requireFloat(size_t i) const;
+  // normalizeAxis (core/shape.h) whose error fails the inference.
+  int axis(int64_t axis, int rank, const char* what = "axis") const;
   std::string describeInputs() const;
 
 private:

@@ -1,7 +1,6 @@
-// Attention family: the cumprod op (with its exact gradient kernel) and the
-// composites of attention.h (their ONNX imports, Attention, RotaryEmbedding,
-// LinearAttention, CausalConvWithState and FlexAttention, are in
-// converters/import_attention.cpp).
+// Attention family: the composites of attention.h (their ONNX imports,
+// Attention, RotaryEmbedding, LinearAttention, CausalConvWithState and
+// FlexAttention, are in converters/import_attention.cpp).
 // The composites only chain registry ops, so they run on every device and
 // differentiate like any expression.
 #include <onyx/ops/attention.h>
@@ -10,17 +9,16 @@
 #include <limits>
 #include <vector>
 
+#include <onyx/graph/expression_graph.h>
 #include <onyx/graph/node_initializers.h>
-#include <onyx/graph/onnx_export.h>
-#include <onyx/graph/onnx_import.h>
-#include <onyx/ops/conv.h>
+#include <onyx/ops/convolution.h>
 #include <onyx/ops/elementwise.h>
-#include <onyx/ops/indexing.h>
-#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 
@@ -28,159 +26,10 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-using ops::Lines;  // ops/shape.h
-
 // reshape with a braced list of dims
 Expr reshapeTo(Expr x, const std::vector<int64_t>& dims) { return reshape(x, dims); }
 
-int axisOf(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
-
-void inferCumAxis(InferCtx& c, const Shape& s) {
-  int r = std::max(1, s.rank());
-  int64_t axis = c.attrs.i("axis");
-  c.check(axis >= -r && axis < r, "axis ", axis, " is out of range for rank ", s.rank(), " (valid: ", -r, "..",
-          r - 1, ")");
-}
-
 }  // namespace
-
-// ---------------------------------------------------------------- cumprod
-
-// With a_s the elements of a line in the order of the products (reversed for
-// reverse) and g_s the output gradient, dx_j = P_j * z_j where P_j = prod_{u<j} a_u
-// and z_j = sum_{s>=j} g_s prod_{j<u<=s} a_u (inclusive: z_j = g_j + a_{j+1} z_{j+1})
-// or z_j = sum_{s>j} g_s prod_{j<u<s} a_u (exclusive: z_j = g_{j+1} + a_{j+1} z_{j+1}).
-// No division, so zeros in x are exact.
-ONYX_OP(kCumProdGrad, "cumprod_grad")
-    .doc("dx = gradient of sum(cumprod(x, axis, exclusive, reverse) * dy) w.r.t. x (inputs x, dy)")
-    .inputs(2)
-    .attr("axis", int64_t(0))
-    .attr("exclusive", int64_t(0))
-    .attr("reverse", int64_t(0))
-    .infer([](InferCtx& c) {
-      c.requireFloat(0);
-      c.check(c.shapeOf(0) == c.shapeOf(1), "x and dy must have one shape");
-      Type t = c.commonType();
-      inferCumAxis(c, c.shapeOf(0));
-      c.shape = c.shapeOf(0);
-      c.type = t;
-    })
-    .cpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      const TensorBase& dy = *c.in[1];
-      int rank = x.shape().rank();
-      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
-      bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
-      dispatchFloat(x.type(), "cumprod_grad", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* xp = x.data<T>();
-        const T* gp = dy.data<T>();
-        T* op = c.out.data<T>();
-        host::parallelFor(ln.count(), x.size() * 2, [&](int64_t lo, int64_t hi) {
-          const int64_t n = ln.n;
-          std::vector<double> z(static_cast<size_t>(n));
-          for(int64_t r = lo; r < hi; ++r) {
-            const int64_t base = ln.start(r);
-            auto at = [&](int64_t s) { return base + (reverse ? n - 1 - s : s) * ln.inner; };
-            double next = 0;  // z_{j+1}
-            for(int64_t j = n - 1; j >= 0; --j) {
-              double zj;
-              if(j == n - 1) zj = exclusive ? 0.0 : double(host::load(gp, at(j)));
-              else if(exclusive) zj = double(host::load(gp, at(j + 1))) + double(host::load(xp, at(j + 1))) * next;
-              else zj = double(host::load(gp, at(j))) + double(host::load(xp, at(j + 1))) * next;
-              z[static_cast<size_t>(j)] = zj;
-              next = zj;
-            }
-            double p = 1;
-            for(int64_t j = 0; j < n; ++j) {
-              host::store(op, at(j), p * z[static_cast<size_t>(j)]);
-              p *= double(host::load(xp, at(j)));
-            }
-          }
-        });
-      });
-    })
-    .notDifferentiable("the gradient of cumprod; second derivatives of cumprod are not supported")
-    .noOnnx("internal: the backward of cumprod");
-
-// y[.., i, ..] = prod_{j <= i} x[.., j, ..] (variants: exclusive, reverse)
-ONYX_OP(kCumProd, "cumprod")
-    .doc("y[.., i, ..] = product of x[.., j, ..] for j <= i along axis (j < i if exclusive; j >= i / j > i if "
-         "reverse)")
-    .inputs(1)
-    .attr("axis", int64_t(0))
-    .attr("exclusive", int64_t(0))
-    .attr("reverse", int64_t(0))
-    .infer([](InferCtx& c) {
-      c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
-              " is not numeric; cast x to a float or integer type");
-      inferCumAxis(c, c.shapeOf(0));
-      c.shape = c.shapeOf(0);
-      c.type = c.typeOf(0);
-    })
-    .cpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      int rank = x.shape().rank();
-      Lines ln(x.shape(), rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank));
-      bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
-      dispatchNumeric(x.type(), "cumprod", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        using A = host::AccOf<T>;
-        const T* xp = x.data<T>();
-        T* yp = c.out.data<T>();
-        host::parallelFor(ln.count(), x.size(), [&](int64_t lo, int64_t hi) {
-          for(int64_t r = lo; r < hi; ++r) {
-            const int64_t base = ln.start(r);
-            A acc = A(1);
-            for(int64_t s = 0; s < ln.n; ++s) {
-              const int64_t o = base + (reverse ? ln.n - 1 - s : s) * ln.inner;
-              A v = static_cast<A>(host::load(xp, o));
-              if(exclusive) {
-                host::store(yp, o, acc);
-                acc *= v;
-              } else {
-                acc *= v;
-                host::store(yp, o, acc);
-              }
-            }
-          }
-        });
-      });
-    })
-    .backward([](GradCtx& g) {
-      g.add(0, g.graph.make(kCumProdGrad, {g.x(0), g.dy},
-                            {{"axis", g.attrs.i("axis")},
-                             {"exclusive", g.attrs.i("exclusive")},
-                             {"reverse", g.attrs.i("reverse")}}));
-    })
-    .onnx("CumProd", 26)
-    .importer([](OnnxImportCtx& c) {
-      std::vector<int64_t> axis = c.ints(1);
-      c.check(axis.size() == 1, "axis (input 1) must hold one value, got ", axis.size());
-      Expr x = c.input(0);
-      int r = std::max(1, x->shape().rank());
-      c.check(axis[0] >= -r && axis[0] < r, "axis ", axis[0], " is out of range for rank ", x->shape().rank());
-      c.setOutput(0, cumprod(x, static_cast<int>(axis[0]), c.attrInt("exclusive", 0) != 0,
-                             c.attrInt("reverse", 0) != 0));
-    })
-    // axis is an input; types: float ones and 32/64-bit integers. Narrower
-    // integer products wrap in the kernel but would saturate in a Cast back
-    // from a wider type, so they have no exact form.
-    .exporter([](OnnxExportCtx& c) {
-      const Type t = c.inputType(0);
-      c.check(isFloat(t) || t == Type::int32 || t == Type::int64 || t == Type::uint32 || t == Type::uint64,
-              "CumProd takes float, int32/int64 and uint32/uint64 elements, not ", t);
-      OnnxAttrs at;
-      if(c.attrs().i("exclusive") != 0) at.emplace_back("exclusive", int64_t(1));
-      if(c.attrs().i("reverse") != 0) at.emplace_back("reverse", int64_t(1));
-      c.emit("CumProd", {c.input(0), c.scalarConst(double(c.attrs().i("axis")), Type::int64, "axis")}, {c.output()},
-             at);
-    });
-
-Expr cumprod(Expr x, int axis, bool exclusive, bool reverse) {
-  return x->graph()->make(kCumProd, {x},
-                          {{"axis", attr(axis)}, {"exclusive", attr(exclusive)}, {"reverse", attr(reverse)}});
-}
 
 // ---------------------------------------------------------------- attention
 

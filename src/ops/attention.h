@@ -1,9 +1,9 @@
 // Attention-style composites (src/ops/attention.cpp): scaled dot-product
 // attention with grouped heads, masks, causal and sliding windows, soft
 // capping; rotary position embeddings; linear attention recurrences; a
-// causal depthwise convolution with carried state; and the cumulative
-// product, the family's only registry op. The composites are built from
-// registry ops (matmul, softmax, where, ...), so gradients come with them.
+// causal depthwise convolution with carried state. The family has no
+// registry op of its own: the composites are built from registry ops (matmul,
+// softmax, where, ...), so gradients come with them.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,11 +12,6 @@
 #include <onyx/graph/node.h>
 
 namespace onyx {
-
-// ONNX CumProd: running product along `axis`; `exclusive` leaves out the
-// element itself (the first product is 1), `reverse` multiplies from the end.
-// The gradient is exact where elements are 0.
-Expr cumprod(Expr x, int axis, bool exclusive = false, bool reverse = false);
 
 struct AttentionOptions {
   double scale = 0;      // applied to q . k; 0: 1 / sqrt(head_size)

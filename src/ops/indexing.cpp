@@ -1,5 +1,5 @@
 // Indexing: gather_elements / scatter_elements, gather_nd / scatter_nd,
-// argmax / argmin, topk_indices, cumsum; and the functions built on them
+// argmax / argmin, topk_indices; and the functions built on them
 // (topk, one_hot, nonzero, compress, unique), which ONNX's TopK, OneHot,
 // NonZero, Compress and Unique import as (converters/import_indexing.cpp).
 //
@@ -22,31 +22,20 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/movers.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
+
+using ops::exportAxis;
+using ops::prodDims;
 
 namespace {
 
 // ---------------------------------------------------------------- helpers
 
-int64_t prodDims(const Shape::Dims& d, size_t from, size_t to) {
-  int64_t p = 1;
-  for(size_t i = from; i < to; ++i) p *= d[i];
-  return p;
-}
-
 bool isIndexType(Type t) { return t == Type::int64 || t == Type::int32; }
-
-// Normalises an axis in [-rank, rank) or fails the inference.
-int inferAxis(InferCtx& c, int64_t axis, int rank, const char* what = "axis") {
-  c.check(axis >= -rank && axis < rank, what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank,
-          "..", rank - 1, ")");
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-// The same in kernels and builders (inference has validated it already).
-int axisOf(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
 
 // Element-moving kernels: an unsigned type of the element's size.
 template <class Fn>
@@ -145,7 +134,7 @@ using ops::reductionCode;
 std::vector<int64_t> ops::elementOffsets(KernelCtx& c, const char* op) {
   const TensorBase& x = *c.in[0];
   Tensor ix = c.in[1]->hostCopy();
-  int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+  int a = x.shape().axis(c.attrs.i("axis"));
   int64_t n = x.shape().dims()[a];
   auto xs = x.shape().strides();
   int64_t sa = xs[a];
@@ -309,7 +298,7 @@ void inferArg(InferCtx& c) {
   c.check(s.rank() >= 1, "x must have rank >= 1");
   c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
           " is not numeric; cast x to a float or integer type");
-  int a = inferAxis(c, c.attrs.i("axis"), s.rank());
+  int a = c.axis(c.attrs.i("axis"), s.rank());
   c.check(s.dims()[a] > 0, "axis ", a, " of ", s, " is empty: there is no extremum");
   Shape::Dims d;
   for(int k = 0; k < s.rank(); ++k)
@@ -323,7 +312,7 @@ template <bool Max>
 void argKernel(KernelCtx& c) {
   const TensorBase& x = *c.in[0];
   const auto& xd = x.shape().dims();
-  int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+  int a = x.shape().axis(c.attrs.i("axis"));
   bool last = c.attrs.i("select_last_index") != 0;
   int64_t outer = prodDims(xd, 0, a), n = xd[a], inner = prodDims(xd, a + 1, xd.size());
   int64_t* y = c.out.data<int64_t>();
@@ -352,17 +341,6 @@ void argKernel(KernelCtx& c) {
 }
 
 // ---------------------------------------------------------------- ONNX export
-
-// An axis as the target opset takes it (negative ones from opset 11 on).
-int64_t exportAxis(OnnxExportCtx& c, int64_t axis, int rank) {
-  return c.opset() < 11 && axis < 0 ? axis + rank : axis;
-}
-
-std::string emitCast(OnnxExportCtx& c, const std::string& v, Type to, const std::string& hint) {
-  std::string y = c.fresh(hint);
-  c.emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
-  return y;
-}
 
 // bfloat16 comes to these ops with opset 13.
 void requireBf16(OnnxExportCtx& c) {
@@ -398,7 +376,7 @@ void emitArg(OnnxExportCtx& c, const char* opType) {
     return c.emit(opType, {c.input(0)}, {c.output()}, at);
   }
   if(c.opset() < 7) c.requireOpset(12, "select_last_index=1");
-  int64_t n = xs[static_cast<int>(axis < 0 ? axis + xs.rank() : axis)];
+  int64_t n = xs[xs.axis(axis)];
   std::vector<int64_t> rev;
   for(int64_t j = n - 1; j >= 0; --j) rev.push_back(j);
   std::string xr = c.fresh("reversed"), r = c.fresh("reversed_index");
@@ -427,7 +405,7 @@ std::string unbatchedIndices(OnnxExportCtx& c, int64_t b) {
     }
   }
   std::string idx = c.input(1);
-  if(c.inputType(1) != Type::int64) idx = emitCast(c, idx, Type::int64, "indices_i64");
+  if(c.inputType(1) != Type::int64) idx = c.emitCast(idx, Type::int64, "indices_i64");
   std::string full = c.fresh("indices");
   c.emit("Concat", {c.constant(TensorBase::fromVector(Shape(cd), coords), "batch_coords"), idx}, {full},
          {{"axis", int64_t(is.rank() - 1)}});
@@ -449,7 +427,7 @@ ONYX_OP(kGatherElements, "gather_elements")
       c.check(isIndexType(c.typeOf(1)), "indices have type ", c.typeOf(1), " but must be int64 or int32");
       c.check(xs.rank() >= 1, "cannot gather from a rank-0 tensor");
       c.check(is.rank() == xs.rank(), "indices have rank ", is.rank(), " but must have x's rank ", xs.rank());
-      int a = inferAxis(c, c.attrs.i("axis"), xs.rank());
+      int a = c.axis(c.attrs.i("axis"), xs.rank());
       for(int k = 0; k < xs.rank(); ++k)
         c.check(k == a || is.dims()[k] <= xs.dims()[k], "indices dim ", k, " is ", is.dims()[k],
                 " but x's is only ", xs.dims()[k], " (off the axis, indices may not be larger than x)");
@@ -460,7 +438,7 @@ ONYX_OP(kGatherElements, "gather_elements")
     .cpu([](KernelCtx& c) {
       const TensorBase& x = *c.in[0];
       const TensorBase& ix = *c.in[1];
-      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int a = x.shape().axis(c.attrs.i("axis"));
       int64_t n = x.shape().dims()[a];
       auto xs = x.shape().strides();
       int64_t sa = xs[a];
@@ -484,7 +462,7 @@ ONYX_OP(kGatherElements, "gather_elements")
     .backward([](GradCtx& g) {
       if(!g.needs(0)) return;
       Expr x = g.x(0);
-      int a = axisOf(g.attrs.i("axis"), x->shape().rank());
+      int a = x->shape().axis(g.attrs.i("axis"));
       g.add(0, scatter_elements(g.graph.zeros(x->shape(), x->value_type()), a, g.x(1), g.dy, "add"));
     })
     .onnx("GatherElements", 11)
@@ -518,7 +496,7 @@ ONYX_OP(kScatterElements, "scatter_elements")
       c.check(c.shapeOf(2) == is, "updates have shape ", c.shapeOf(2), " but must have the indices' shape ", is);
       c.check(xs.rank() >= 1, "cannot scatter into a rank-0 tensor");
       c.check(is.rank() == xs.rank(), "indices have rank ", is.rank(), " but must have data's rank ", xs.rank());
-      int a = inferAxis(c, c.attrs.i("axis"), xs.rank());
+      int a = c.axis(c.attrs.i("axis"), xs.rank());
       for(int k = 0; k < xs.rank(); ++k)
         c.check(k == a || is.dims()[k] <= xs.dims()[k], "indices dim ", k, " is ", is.dims()[k],
                 " but data's is only ", xs.dims()[k], " (off the axis, indices may not be larger than data)");
@@ -529,7 +507,7 @@ ONYX_OP(kScatterElements, "scatter_elements")
       const TensorBase& x = *c.in[0];
       const TensorBase& ix = *c.in[1];
       const TensorBase& u = *c.in[2];
-      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int a = x.shape().axis(c.attrs.i("axis"));
       int red = reductionCode(c.attrs.s("reduction"));
       int64_t n = x.shape().dims()[a];
       auto xs = x.shape().strides();
@@ -565,7 +543,7 @@ ONYX_OP(kScatterElements, "scatter_elements")
       });
     })
     .backward([](GradCtx& g) {
-      int a = axisOf(g.attrs.i("axis"), g.x(0)->shape().rank());
+      int a = g.x(0)->shape().axis(g.attrs.i("axis"));
       Expr idx = g.x(1);
       scatterBackward(g, {[=](Expr e) { return gather_elements(e, a, idx); },
                           [=](Expr d, Expr u, const std::string& r) { return scatter_elements(d, a, idx, u, r); }});
@@ -747,124 +725,6 @@ Expr argmin(Expr x, int axis, bool keepdims, bool selectLastIndex) {
                           {{"axis", attr(axis)}, {"keepdims", attr(keepdims)}, {"select_last_index", attr(selectLastIndex)}});
 }
 
-// ---------------------------------------------------------------- cumsum
-
-// y[.., i, ..] = sum_{j <= i} x[.., j, ..] (variants: exclusive, reverse)
-ONYX_OP(kCumSum, "cumsum")
-    .doc("y[.., i, ..] = sum of x[.., j, ..] for j <= i along axis (j < i if exclusive; j >= i / j > i if reverse)")
-    .inputs(1)
-    .attr("axis", int64_t(0))
-    .attr("exclusive", int64_t(0))
-    .attr("reverse", int64_t(0))
-    .infer([](InferCtx& c) {
-      const Shape& s = c.shapeOf(0);
-      c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
-              " is not numeric; cast x to a float or integer type");
-      inferAxis(c, c.attrs.i("axis"), std::max(1, s.rank()));
-      c.shape = s;
-      c.type = c.typeOf(0);
-    })
-    .cpu([](KernelCtx& c) {
-      const TensorBase& x = *c.in[0];
-      const auto& xd = x.shape().dims();
-      int rank = x.shape().rank();
-      int a = rank == 0 ? 0 : axisOf(c.attrs.i("axis"), rank);
-      int64_t outer = prodDims(xd, 0, a), n = rank == 0 ? 1 : xd[a], inner = prodDims(xd, a + 1, xd.size());
-      bool exclusive = c.attrs.i("exclusive") != 0, reverse = c.attrs.i("reverse") != 0;
-      dispatchNumeric(x.type(), "cumsum", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        using A = host::AccOf<T>;
-        const T* xp = x.data<T>();
-        T* yp = c.out.data<T>();
-        host::parallelFor(outer * inner, x.size(), [&](int64_t lo, int64_t hi) {
-          for(int64_t r = lo; r < hi; ++r) {
-            int64_t base = (r / inner) * n * inner + r % inner;
-            A acc = A(0);
-            for(int64_t s = 0; s < n; ++s) {
-              int64_t o = base + (reverse ? n - 1 - s : s) * inner;
-              A v = static_cast<A>(host::load(xp, o));
-              if(exclusive) {
-                host::store(yp, o, acc);
-                acc += v;
-              } else {
-                acc += v;
-                host::store(yp, o, acc);
-              }
-            }
-          }
-        });
-      });
-    })
-    // dx_j = sum of dy_i over the i whose sums include j: the same sum in the
-    // other direction.
-    .backward([](GradCtx& g) {
-      g.add(0, cumsum(g.dy, static_cast<int>(g.attrs.i("axis")), g.attrs.i("exclusive") != 0,
-                      g.attrs.i("reverse") == 0));
-    })
-    .onnx("CumSum", 11)
-    .importer([](OnnxImportCtx& c) {
-      std::vector<int64_t> axis = c.ints(1);
-      c.check(axis.size() == 1, "axis (input 1) must hold one value, got ", axis.size());
-      c.setOutput(0, cumsum(c.input(0), static_cast<int>(axis[0]), c.attrInt("exclusive", 0) != 0,
-                            c.attrInt("reverse", 0) != 0));
-    })
-    // The mirror: axis as input 1 (a 0-D int64). CumSum lacks 8- and 16-bit
-    // integers, and float16 / bfloat16 before opset 14: integers are summed
-    // in 64 bits and wrapped back to their width (as the kernel's store
-    // does), float16 / bfloat16 in float64 (the kernel's accumulator) and
-    // cast back.
-    .exporter([](OnnxExportCtx& c) {
-      Attrs a = c.attrs();
-      Type t = c.inputType(0);
-      OnnxAttrs at;
-      if(a.i("exclusive")) at.push_back({"exclusive", int64_t(1)});
-      if(a.i("reverse")) at.push_back({"reverse", int64_t(1)});
-      bool isSigned = t == Type::int8 || t == Type::int16;
-      bool small = isSigned || t == Type::uint8 || t == Type::uint16;
-      bool half = (t == Type::float16 || t == Type::bfloat16) && c.opset() < 14;
-      if(t == Type::bfloat16 && c.opset() < 13) c.requireOpset(14, "element type bfloat16");
-      std::string p = small ? (isSigned ? "i64/" : "u64/") : half ? "f64/" : "";
-      auto axis = [&] {
-        return c.constant(TensorBase::fromVector(Shape{}, std::vector<int64_t>{a.i("axis")}), p + "axis");
-      };
-      if(!small && !half) return c.emit("CumSum", {c.input(0), axis()}, {c.output()}, at);
-      Type via = half ? Type::float64 : isSigned ? Type::int64 : Type::uint64;
-      // Wrapping to the width: ((y + h) mod 2^bits) - h, h = 2^(bits-1) for
-      // signed types (0 for unsigned ones), in the 64-bit type. Its constants
-      // come before the axis: a re-import holds them as graph constants,
-      // which export ahead of what the CumSum node's export adds.
-      int bits = typeBits(t);
-      int64_t h = isSigned ? int64_t(1) << (bits - 1) : 0;
-      std::string hc, mc;
-      if(small) {
-        if(h) hc = c.scalarConst(static_cast<double>(h), via, p + "half");
-        mc = c.scalarConst(static_cast<double>(int64_t(1) << bits), via, p + "modulus");
-      }
-      std::string x = emitCast(c, c.input(0), via, p + "x");
-      std::string y = c.fresh(p.substr(0, 3));
-      c.emit("CumSum", {x, axis()}, {y}, at);
-      if(small) {
-        std::string v = y;
-        if(h) {
-          v = c.fresh(p + "shifted");
-          c.emit("Add", {y, hc}, {v});
-        }
-        std::string m = c.fresh(p + "wrapped");
-        c.emit("Mod", {v, mc}, {m});
-        y = m;
-        if(h) {
-          y = c.fresh(p + "unshifted");
-          c.emit("Sub", {m, hc}, {y});
-        }
-      }
-      c.emit("Cast", {y}, {c.output()}, {{"to", int64_t(t)}});
-    });
-
-Expr cumsum(Expr x, int axis, bool exclusive, bool reverse) {
-  return x->graph()->make(kCumSum, {x},
-                          {{"axis", attr(axis)}, {"exclusive", attr(exclusive)}, {"reverse", attr(reverse)}});
-}
-
 // ---------------------------------------------------------------- topk
 
 // y[.., 0..k-1, ..] = indices of the k largest (smallest) x along axis, in order
@@ -880,7 +740,7 @@ ONYX_OP(kTopKIndices, "topk_indices")
       c.check(s.rank() >= 1, "x must have rank >= 1");
       c.check(isComputeType(c.typeOf(0)) && c.typeOf(0) != Type::boolean, "element type ", c.typeOf(0),
               " is not numeric; cast x to a float or integer type");
-      int a = inferAxis(c, c.attrs.i("axis"), s.rank());
+      int a = c.axis(c.attrs.i("axis"), s.rank());
       int64_t k = c.attrs.i("k");
       c.check(k >= 0 && k <= s.dims()[a], "k ", k, " must be in [0, ", s.dims()[a], "] (the size of axis ", a, ")");
       Shape::Dims d = s.dims();
@@ -891,7 +751,7 @@ ONYX_OP(kTopKIndices, "topk_indices")
     .cpu([](KernelCtx& c) {
       const TensorBase& x = *c.in[0];
       const auto& xd = x.shape().dims();
-      int a = axisOf(c.attrs.i("axis"), x.shape().rank());
+      int a = x.shape().axis(c.attrs.i("axis"));
       int64_t k = c.attrs.i("k");
       bool largest = c.attrs.i("largest") != 0;
       int64_t outer = prodDims(xd, 0, a), n = xd[a], inner = prodDims(xd, a + 1, xd.size());
@@ -940,7 +800,7 @@ ONYX_OP(kTopKIndices, "topk_indices")
         // TopK takes float types only before 11, bfloat16 from 24.
         if(!exact || c.opset() < (t == Type::bfloat16 ? 13 : 6))
           c.requireOpset(t == Type::bfloat16 ? 24 : 11, str("element type ", t, " in TopK"));
-        x = emitCast(c, x, Type::float64, "f64");
+        x = c.emitCast(x, Type::float64, "f64");
       }
       std::vector<std::string> in{x};
       OnnxAttrs at{{"axis", exportAxis(c, axis, c.inputShape(0).rank())}};
@@ -969,7 +829,7 @@ Expr one_hot(Expr indices, int64_t depth, Expr values, int axis) {
   int r = indices->shape().rank();
   ONYX_CHECK(axis >= -r - 1 && axis <= r, "one_hot: axis ", axis, " is out of range for a result of rank ", r + 1,
              " (valid: ", -r - 1, "..", r, ")");
-  int a = axis < 0 ? axis + r + 1 : axis;
+  int a = normalizeAxis(axis, r + 1);
   ExpressionGraph& g = *indices->graph();
   Expr idx = cast(indices, Type::int64);
   idx = where(lt(idx, 0.0), idx + static_cast<double>(depth), idx);
@@ -1012,9 +872,7 @@ Expr nonzero(Expr x) { return nonzero(*x->graph(), x->graph()->value(x)); }
 
 Expr compress(Expr x, const std::vector<bool>& condition, int axis) {
   const Shape& s = x->shape();
-  ONYX_CHECK(axis >= -s.rank() && axis < s.rank(), "compress: axis ", axis, " is out of range for rank ", s.rank(),
-             " (valid: ", -s.rank(), "..", s.rank() - 1, ")");
-  int a = axisOf(axis, s.rank());
+  int a = normalizeAxis(axis, s.rank(), "compress: axis");
   int64_t n = s.dims()[a];
   std::vector<int64_t> keep;
   for(size_t j = 0; j < condition.size(); ++j) {
@@ -1038,10 +896,7 @@ UniqueResult unique(Expr x, const Tensor& data, bool hasAxis, int axis, bool sor
   Expr src = x;
   int a = 0;
   if(hasAxis) {
-    int r = x->shape().rank();
-    ONYX_CHECK(axis >= -r && axis < r, "unique: axis ", axis, " is out of range for rank ", r, " (valid: ", -r, "..",
-               r - 1, ")");
-    a = axisOf(axis, r);
+    a = normalizeAxis(axis, x->shape().rank(), "unique: axis");
   } else {
     src = reshape(x, std::vector<int64_t>{-1});
   }

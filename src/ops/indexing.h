@@ -1,5 +1,5 @@
 // Indexing (src/ops/indexing.cpp): element-wise and N-d gather/scatter,
-// arg-extrema, top-k, cumulative sum, and the data-dependent ONNX selections
+// arg-extrema, top-k, one-hot, and the data-dependent ONNX selections
 // (NonZero, Compress, Unique) that are computed while the graph is built.
 //
 // Indices are int32 or int64; negative ones count from the end of their axis
@@ -42,10 +42,6 @@ Expr scatter_nd(Expr data, Expr indices, Expr updates, const std::string& reduct
 // first index, or the last with selectLastIndex. NaN counts as the extreme.
 Expr argmax(Expr x, int axis = 0, bool keepdims = true, bool selectLastIndex = false);
 Expr argmin(Expr x, int axis = 0, bool keepdims = true, bool selectLastIndex = false);
-
-// ONNX CumSum: running sum along `axis`; `exclusive` leaves out the element
-// itself, `reverse` sums from the end.
-Expr cumsum(Expr x, int axis, bool exclusive = false, bool reverse = false);
 
 // Indices (int64) of the k largest (or smallest) elements along `axis`, in
 // order of value; equal values keep their index order. NaN counts as larger

@@ -1,13 +1,15 @@
 // Linear algebra: matmul (numpy/ONNX MatMul with transposes and a scale) and
 // affine (matmul plus a broadcast bias, ONNX Gemm). Kernels go to OpenBLAS
 // through host::gemm for float/double. det and inverse (ONNX Det) work per
-// matrix in double. ONNX Einsum and MatMulInteger import as composites of
-// these and the shape ops (converters/).
+// matrix in double. trilu (ONNX Trilu) keeps a triangle of each matrix,
+// moving bytes, so every element type with whole bytes works. ONNX Einsum and
+// MatMulInteger import as composites of these and the shape ops (converters/).
 #include <onyx/ops/linalg.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -17,8 +19,10 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 
@@ -613,6 +617,126 @@ ONYX_OP(kDet, "det")
     });
 
 Expr det(Expr x) { return x->graph()->make(kDet, {x}); }
+
+// ---------------------------------------------------------------- trilu
+
+namespace {
+
+// The columns [lo, hi) of row i that trilu sets to zero, for rows of m
+// elements. k is clamped so that i + k cannot overflow.
+void triluZeroRange(bool upper, int64_t k, int64_t i, int64_t m, int64_t& lo, int64_t& hi) {
+  if(upper) {  // keep j >= i + k
+    lo = 0;
+    hi = std::clamp<int64_t>(i + k, 0, m);
+  } else {  // keep j <= i + k
+    lo = std::clamp<int64_t>(i + k + 1, 0, m);
+    hi = m;
+  }
+}
+
+}  // namespace
+
+int64_t ops::triluK(int64_t k, const Shape& s) {
+  int64_t lim = s[-1] + s[-2] + 1;
+  return std::clamp<int64_t>(k, -lim, lim);
+}
+
+namespace {
+
+using ops::triluK;
+
+// ONNX Trilu (and Where) take the 16 types up to bfloat16, no float8.
+void checkTriluType(OnnxExportCtx& c) {
+  Type t = c.inputType(0);
+  c.check(!isSmallFloat(t), "ONNX Trilu takes no element type ", t, " at any opset");
+}
+
+}  // namespace
+
+// y = x where j - i >= k (upper) or j - i <= k (lower), else 0
+ONYX_OP(kTrilu, "trilu")
+    .doc("y[.., i, j] = x[.., i, j] if (upper ? j - i >= k : j - i <= k) else 0 (ONNX Trilu)")
+    .inputs(1)
+    .attr("upper", int64_t(1))
+    .attr("k", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Shape& s = c.shapeOf(0);
+      c.check(s.rank() >= 2, "needs a tensor of rank 2 or more (matrices in the last two dims)");
+      int bits = typeBits(c.typeOf(0));
+      c.check(bits > 0 && bits % 8 == 0, "element type ", c.typeOf(0),
+              " is not supported (needs a type with whole bytes per element)");
+      c.shape = s;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      const TensorBase& x = *c.in[0];
+      size_t e = static_cast<size_t>(typeBits(x.type()) / 8);
+      const Shape& s = x.shape();
+      int64_t n = s[-2], m = s[-1];
+      int64_t rows = n > 0 ? x.size() / m : 0;
+      if(m == 0 || rows == 0) return;
+      bool upper = c.attrs.i("upper") != 0;
+      int64_t k = triluK(c.attrs.i("k"), s);
+      const char* src = static_cast<const char*>(x.raw());
+      char* dst = static_cast<char*>(c.out.raw());
+      host::parallelFor(rows, x.size(), [&](int64_t r0, int64_t r1) {
+        for(int64_t r = r0; r < r1; ++r) {
+          int64_t lo, hi;
+          triluZeroRange(upper, k, r % n, m, lo, hi);
+          size_t row = static_cast<size_t>(r * m) * e;
+          std::memcpy(dst + row, src + row, static_cast<size_t>(m) * e);
+          if(hi > lo) std::memset(dst + row + static_cast<size_t>(lo) * e, 0, static_cast<size_t>(hi - lo) * e);
+        }
+      });
+    })
+    .backward([](GradCtx& g) { g.add(0, trilu(g.dy, g.attrs.i("upper") != 0, g.attrs.i("k"))); })
+    .onnx("Trilu", 14)
+    .importer([](OnnxImportCtx& c) {
+      int64_t k = 0;
+      if(c.numInputs() > 1 && c.hasInput(1)) {
+        std::vector<int64_t> kv = c.ints(1);
+        c.check(kv.size() == 1, "k must hold one value, got ", kv.size());
+        k = kv[0];
+      }
+      c.setOutput(0, trilu(c.input(0), c.attrInt("upper", 1) != 0, k));
+    })
+    // The mirror: k as input 1 (a 0-D int64), left out when it is 0.
+    .exporter([](OnnxExportCtx& c) {
+      checkTriluType(c);
+      Attrs a = c.attrs();
+      std::vector<std::string> in{c.input(0)};
+      if(a.i("k") != 0)
+        in.push_back(c.constant(TensorBase::fromVector(Shape{}, std::vector<int64_t>{a.i("k")}), "k"));
+      c.emit("Trilu", in, {c.output()}, {{"upper", int64_t(a.i("upper") != 0 ? 1 : 0)}});
+    })
+    // Opsets 9-13 (no Trilu): Where(mask, x, 0) with the kept positions of
+    // one matrix as a constant bool mask (broadcast over the leading dims);
+    // the zeros are all-zero bytes as the kernel's.
+    .onnxExport(
+        9,
+        [](OnnxExportCtx& c) {
+          checkTriluType(c);
+          // Where takes bfloat16 from opset 16 only, Trilu (14) does.
+          if(c.inputType(0) == Type::bfloat16) c.requireOpset(14, "element type bfloat16");
+          Attrs a = c.attrs();
+          const Shape& s = c.inputShape(0);
+          int64_t n = s[-2], m = s[-1], k = triluK(a.i("k"), s);
+          std::vector<char> keep(static_cast<size_t>(n * m), 1);
+          for(int64_t i = 0; i < n; ++i) {
+            int64_t lo, hi;
+            triluZeroRange(a.i("upper") != 0, k, i, m, lo, hi);
+            for(int64_t j = lo; j < hi; ++j) keep[static_cast<size_t>(i * m + j)] = 0;
+          }
+          Tensor mask = TensorBase::create(Shape{n, m}, Type::boolean);
+          if(mask->bytes() > 0) std::memcpy(mask->raw(), keep.data(), keep.size());
+          c.emit("Where", {c.constant(mask, "mask"), c.input(0), c.scalarConst(0, c.inputType(0), "zero")},
+                 {c.output()});
+        },
+        13);
+
+Expr trilu(Expr x, bool upper, int64_t k) {
+  return x->graph()->make(kTrilu, {x}, {{"upper", attr(int64_t(upper ? 1 : 0))}, {"k", attr(k)}});
+}
 
 // ---------------------------------------------------------------- einsum
 

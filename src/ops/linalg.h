@@ -1,8 +1,10 @@
 // Expression operators of src/ops/linalg.cpp.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include <onyx/core/shape.h>
 #include <onyx/graph/node.h>
 
 namespace onyx {
@@ -31,5 +33,16 @@ Expr inverse(Expr x);
 // "ii" is the trace). Built from transpose/reshape/slice/sum and one batched
 // matmul per extra operand, so gradients come with it.
 Expr einsum(const std::string& equation, const std::vector<Expr>& operands);
+
+// ONNX Trilu on the last two dims: upper keeps x[.., i, j] where j - i >= k,
+// lower where j - i <= k; everything else becomes 0.
+Expr trilu(Expr x, bool upper = true, int64_t k = 0);
+
+// ---- For kernels: trilu's host-side helper, which its GPU kernel
+// (backend/cuda/ops_linalg.cpp) shares.
+namespace ops {
+// trilu's k for x of shape s, clamped so that i + k cannot overflow.
+int64_t triluK(int64_t k, const Shape& s);
+}  // namespace ops
 
 }  // namespace onyx

@@ -15,6 +15,7 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/movers.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
 
@@ -25,40 +26,22 @@ namespace {
 // Checks `axis` against x's rank (x must have rank >= 1) and returns it in
 // [0, rank).
 int checkedAxis(InferCtx& c, const Shape& x, int64_t axis) {
-  int r = x.rank();
-  c.check(r >= 1, "needs an input of rank >= 1, got a scalar");
-  c.check(axis >= -r && axis < r, "axis ", axis, " is out of range for rank ", r, " (valid: ", -r, "..", r - 1, ")");
-  return static_cast<int>(axis < 0 ? axis + r : axis);
+  c.check(x.rank() >= 1, "needs an input of rank >= 1, got a scalar");
+  return c.axis(axis, x.rank());
 }
 
-int normAxis(const Shape& x, int64_t axis) { return static_cast<int>(axis < 0 ? axis + x.rank() : axis); }
-
-// x viewed as [outer, n, inner] around one axis: line k (of outer * inner)
-// starts at (k / inner) * n * inner + k % inner and steps by inner.
-struct AxisLines {
-  int64_t outer = 1, n = 1, inner = 1;
-  AxisLines(const Shape& s, int axis) {
-    for(int i = 0; i < s.rank(); ++i) {
-      int64_t d = s.dims()[i];
-      if(i < axis) outer *= d;
-      else if(i == axis) n = d;
-      else inner *= d;
-    }
-  }
-  int64_t lines() const { return outer * inner; }
-  int64_t start(int64_t k) const { return (k / inner) * n * inner + k % inner; }
-};
+using ops::Lines;
 
 // Softmax or log-softmax of every line along `axis`. A line along a
 // non-trailing axis is strided; the common axis = -1 case is contiguous.
 template <class T>
 void softmaxLines(const TensorBase& xt, TensorBase& yt, int axis, bool logOut) {
   using C = typename ComputeOf<T>::type;
-  AxisLines lines(xt.shape(), axis);
+  Lines lines(xt.shape(), axis);
   const T* x = xt.data<T>();
   T* y = yt.data<T>();
   const int64_t n = lines.n, st = lines.inner;
-  host::parallelFor(lines.lines(), xt.size(), [&](int64_t b, int64_t e) {
+  host::parallelFor(lines.count(), xt.size(), [&](int64_t b, int64_t e) {
     for(int64_t k = b; k < e; ++k) {
       const int64_t o = lines.start(k);
       C m = -std::numeric_limits<C>::infinity();
@@ -97,7 +80,7 @@ void inferSoftmax(InferCtx& c) {
 // The CPU kernel here; the GPU's is in the CUDA plugin (backend/cuda/ops_nn.cpp).
 KernelFn softmaxKernel(bool logOut) {
   return [logOut](KernelCtx& c) {
-    int axis = normAxis(c.in[0]->shape(), c.attrs.i("axis"));
+    int axis = c.in[0]->shape().axis(c.attrs.i("axis"));
     dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
       softmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis, logOut);
     });
@@ -135,7 +118,7 @@ std::vector<int64_t> inversePerm(const std::vector<int64_t>& p) {
 void exportCoerced2d(OnnxExportCtx& c, const char* opType) {
   const Shape& s = c.inputShape(0);
   const int r = s.rank();
-  const int axis = normAxis(s, c.attrs().i("axis"));
+  const int axis = s.axis(c.attrs().i("axis"));
   bool trailingOnes = true;
   for(int d = axis + 1; d < r; ++d) trailingOnes = trailingOnes && s.dims()[d] == 1;
   checkBf16Opset(c, c.inputType(0));
@@ -200,11 +183,11 @@ namespace {
 template <class T>
 void hardmaxLines(const TensorBase& xt, TensorBase& yt, int axis) {
   using C = typename ComputeOf<T>::type;
-  AxisLines lines(xt.shape(), axis);
+  Lines lines(xt.shape(), axis);
   const T* x = xt.data<T>();
   T* y = yt.data<T>();
   const int64_t n = lines.n, st = lines.inner;
-  host::parallelFor(lines.lines(), xt.size(), [&](int64_t b, int64_t e) {
+  host::parallelFor(lines.count(), xt.size(), [&](int64_t b, int64_t e) {
     for(int64_t k = b; k < e; ++k) {
       const int64_t o = lines.start(k);
       int64_t best = 0;
@@ -230,7 +213,7 @@ ONYX_OP(kHardmax, "hardmax")
     .attr("axis", int64_t(-1))
     .infer(inferSoftmax)
     .cpu([](KernelCtx& c) {
-      int axis = normAxis(c.in[0]->shape(), c.attrs.i("axis"));
+      int axis = c.in[0]->shape().axis(c.attrs.i("axis"));
       dispatchFloat(c.out.type(), "hardmax", [&](auto tag) {
         hardmaxLines<typename decltype(tag)::type>(*c.in[0], c.out, axis);
       });
@@ -285,7 +268,7 @@ template <class T>
 void layerNormRows(KernelCtx& c) {
   using C = typename ComputeOf<T>::type;
   const TensorBase& xt = *c.in[0];
-  const int axis = normAxis(xt.shape(), c.attrs.i("axis"));
+  const int axis = xt.shape().axis(c.attrs.i("axis"));
   const double eps = layerNormEps(c.attrs);
   const Shape::Dims block = trailingDims(xt.shape(), axis);
   int64_t n = 1;
@@ -355,7 +338,7 @@ ONYX_OP(kLayerNorm, "layer_norm")
     //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma.
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
-      int axis = normAxis(x->shape(), g.attrs.i("axis"));
+      int axis = x->shape().axis(g.attrs.i("axis"));
       std::vector<int> axes;
       double count = 1;
       for(int a = axis; a < x->shape().rank(); ++a) {
@@ -380,7 +363,7 @@ ONYX_OP(kLayerNorm, "layer_norm")
     .exporter([](OnnxExportCtx& c) {
       // axis as the import stores it (non-negative), stash_type left at its default
       c.emit("LayerNormalization", c.inputs(), {c.output()},
-             {{"axis", int64_t(normAxis(c.inputShape(0), c.attrs().i("axis")))}, {"epsilon", c.attrs().f("epsilon")}});
+             {{"axis", int64_t(c.inputShape(0).axis(c.attrs().i("axis")))}, {"epsilon", c.attrs().f("epsilon")}});
     })
     .importer([](OnnxImportCtx& c) {
       Expr x = c.input(0), scale = c.input(1);
@@ -419,7 +402,7 @@ Expr layer_norm(Expr x, int axis, double eps) {
   int r = x->shape().rank();
   ONYX_CHECK(r >= 1 && axis >= -r && axis < r, "layer_norm: axis ", axis, " is out of range for input of shape ",
              x->shape());
-  Shape block(trailingDims(x->shape(), axis < 0 ? axis + r : axis));
+  Shape block(trailingDims(x->shape(), x->shape().axis(axis)));
   auto* graph = x->graph();
   return layer_norm(x, graph->ones(block, x->value_type()), graph->zeros(block, x->value_type()), axis, eps);
 }
@@ -468,7 +451,7 @@ template <class T, class L>
 void crossEntropyRows(KernelCtx& c) {
   const TensorBase& lt = *c.in[0];
   const TensorBase& labt = *c.in[1];
-  const AxisLines lines(lt.shape(), normAxis(lt.shape(), c.attrs.i("axis")));
+  const Lines lines(lt.shape(), lt.shape().axis(c.attrs.i("axis")));
   const int64_t classes = lines.n, st = lines.inner;
   const int64_t rows = labt.size();
   const L* labels = labt.data<L>();
@@ -543,7 +526,7 @@ namespace {
 void exportCrossEntropy(OnnxExportCtx& c) {
   const Shape& s = c.inputShape(0);
   const int r = s.rank();
-  const int axis = normAxis(s, c.attrs().i("axis"));
+  const int axis = s.axis(c.attrs().i("axis"));
   const Type t = c.inputType(0);
   checkBf16Opset(c, t);
   std::string x = c.input(0), labels = c.input(1);
@@ -604,7 +587,7 @@ ONYX_OP(kCrossEntropy, "cross_entropy")
       if(!g.needs(0)) return;
       Expr logits = g.x(0), labels = g.x(1);
       const Shape& s = logits->shape();
-      const int axis = normAxis(s, g.attrs.i("axis"));
+      const int axis = s.axis(g.attrs.i("axis"));
       const int64_t classes = s.dims()[axis];
       std::vector<int64_t> column = labels->shape().vec();
       column.insert(column.begin() + axis, 1);
@@ -654,7 +637,7 @@ Expr cross_entropy(Expr logits, Expr labels, float labelSmoothing, int axis) {
   Expr ce = logits->graph()->make(kCrossEntropy, {logits, labels}, {{"axis", attr(axis)}});
   if(labelSmoothing == 0) return ce;
   const double ls = labelSmoothing;
-  std::vector<int> classes{normAxis(logits->shape(), axis)};
+  std::vector<int> classes{logits->shape().axis(axis)};
   return ce * (1 - ls) + (logsumexp(logits, classes, false) - mean(logits, classes, false)) * ls;
 }
 

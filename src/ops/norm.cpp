@@ -13,6 +13,7 @@
 #include <onyx/ops/nn.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 

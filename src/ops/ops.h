@@ -3,11 +3,15 @@
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/layout.h>
+#include <onyx/ops/slicing.h>
 #include <onyx/ops/indexing.h>
+#include <onyx/ops/cumulative.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>
 #include <onyx/ops/norm.h>
-#include <onyx/ops/conv.h>
+#include <onyx/ops/convolution.h>
+#include <onyx/ops/pooling.h>
 #include <onyx/ops/resize.h>
 #include <onyx/ops/quant.h>
 #include <onyx/ops/attention.h>

@@ -20,6 +20,7 @@
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 
@@ -100,7 +101,7 @@ Expr alignQuantParam(OnnxImportCtx& c, Expr p, const Shape& xs, int64_t axisAttr
   const Shape& ps = p->shape();
   if(ps.elements() == 1) return reshapeParam(p, Shape(), xs.rank());
   c.check(axisAttr >= -xs.rank() && axisAttr < xs.rank(), "axis ", axisAttr, " is out of range for x of shape ", xs);
-  int axis = static_cast<int>(axisAttr < 0 ? axisAttr + xs.rank() : axisAttr);
+  int axis = xs.axis(axisAttr);
   if(block <= 0) {
     c.check(ps.rank() == 1 && ps[0] == xs[axis], what, " of shape ", ps, " must be a scalar or a 1-D tensor of ",
             xs[axis], " entries (x's dim along axis ", axis, ")");
@@ -191,12 +192,6 @@ std::string localName(OnnxExportCtx& c, const std::string& fresh) {
   return fresh.rfind(prefix, 0) == 0 ? fresh.substr(prefix.size()) : fresh;
 }
 
-std::string castTo(OnnxExportCtx& c, const std::string& v, Type to, const std::string& hint) {
-  std::string y = c.fresh(hint);
-  c.emit("Cast", {v}, {y}, {{"to", int64_t(to)}});
-  return y;
-}
-
 // quantize_linear as the element-wise ops it computes, for what ONNX's
 // QuantizeLinear does not take (float64 x, int32/int64 zero points, a scale
 // and zero point laid out differently): q = x / scale in x's compute type
@@ -209,16 +204,16 @@ void exportQuantizeComposite(OnnxExportCtx& c, const std::string& why) {
   Type ft = xt == Type::float64 ? Type::float64 : Type::float32;
   std::string x = c.input(0), s = c.input(1);
   if(xt != ft) {
-    x = castTo(c, x, ft, "x_f32");
-    s = castTo(c, s, ft, "scale_f32");
+    x = c.emitCast(x, ft, "x_f32");
+    s = c.emitCast(s, ft, "scale_f32");
   }
   std::string q = c.fresh("scaled");
   c.emit("Div", {x, s}, {q});
   std::string r = c.fresh("rounded");
   c.emit("Round", {q}, {r});
-  if(ft != Type::float64) r = castTo(c, r, Type::float64, "rounded_f64");
+  if(ft != Type::float64) r = c.emitCast(r, Type::float64, "rounded_f64");
   std::string shifted = c.fresh("shifted");
-  c.emit("Add", {r, castTo(c, c.input(2), Type::float64, "zero_point_f64")}, {shifted});
+  c.emit("Add", {r, c.emitCast(c.input(2), Type::float64, "zero_point_f64")}, {shifted});
   std::string clipped = c.fresh("clipped");
   std::string local = localName(c, clipped) + "/";
   double lo, hi;

@@ -15,8 +15,10 @@
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 
@@ -101,8 +103,7 @@ Expr dft(Expr x, int axis, int64_t length, bool inverse, bool onesided) {
   ONYX_CHECK(r >= 2, "dft: x of shape ", s, " needs rank >= 2 ([.., n, .., c] with c = 1 or 2)");
   const int64_t c = s[r - 1];
   ONYX_CHECK(c == 1 || c == 2, "dft: the last dim of x (shape ", s, ") must be 1 (real) or 2 (complex), got ", c);
-  ONYX_CHECK(axis >= -r && axis < r, "dft: axis ", axis, " is out of range for rank ", r);
-  const int a = axis < 0 ? axis + r : axis;
+  const int a = normalizeAxis(axis, r, "dft: axis");
   ONYX_CHECK(a != r - 1, "dft: axis ", axis, " is the trailing (real, imag) dim of x (shape ", s, ")");
   const int64_t n = s[a];
   const int64_t L = length > 0 ? length : (inverse && onesided ? 2 * (n - 1) : n);

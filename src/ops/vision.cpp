@@ -21,8 +21,10 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 

@@ -67,7 +67,7 @@ Expr crossEntropyLoss(Expr logits, Expr labels, int classAxis) {
   ONYX_CHECK(r >= 1, "cross-entropy loss: logits ", ls, " have no class axis; the output must be at least rank 1");
   ONYX_CHECK(classAxis >= -r && classAxis < r, "cross-entropy loss: class axis ", classAxis,
              " is out of range for logits ", ls, " (valid: ", -r, "..", r - 1, ")");
-  const int axis = classAxis < 0 ? classAxis + r : classAxis;
+  const int axis = ls.axis(classAxis);
   ONYX_CHECK(ls[axis] >= 1, "cross-entropy loss: logits ", ls, " have no classes along axis ", axis);
   std::vector<int64_t> want;
   for(int i = 0; i < r; ++i)

@@ -14,10 +14,6 @@ namespace onyx {
 namespace test {
 namespace {
 
-
-
-
-
 int64_t fix(double i, int64_t n) {
   int64_t v = static_cast<int64_t>(i);
   return v < 0 ? v + n : v;
@@ -113,22 +109,6 @@ Ref argRef(const Ref& x, size_t axis, bool keepdims, bool last, bool isMax) {
   }
   if(!keepdims) os.erase(os.begin() + static_cast<int64_t>(axis));
   y.shape = os;
-  return y;
-}
-
-Ref cumsumRef(const Ref& x, size_t axis, bool exclusive, bool reverse) {
-  Ref y = refLike(x);
-  for(int64_t o = 0; o < y.size(); ++o) {
-    Idx i = unravel(o, x.shape);
-    double s = 0;
-    for(int64_t j = 0; j < x.shape[axis]; ++j) {
-      bool in = reverse ? (exclusive ? j > i[axis] : j >= i[axis]) : (exclusive ? j < i[axis] : j <= i[axis]);
-      Idx a = i;
-      a[axis] = j;
-      if(in) s += x[ravel(a, x.shape)];
-    }
-    y[o] = s;
-  }
   return y;
 }
 
@@ -274,20 +254,6 @@ static CaseRegistrar kArg[] = {
     CaseRegistrar(argCase("argmin", "ties_select_last_axis0", values({3, 4}, kTies), 0, 0, true, true)),
 };
 
-// ---------------------------------------------------------------- cumsum
-
-ONYX_OP_CASE({"cumsum", "axis0", {in({4, 3})}, [](const std::vector<Expr>& x) { return cumsum(x[0], 0); },
-              [](const std::vector<Ref>& x) { return cumsumRef(x[0], 0, false, false); }});
-ONYX_OP_CASE({"cumsum", "axis1_exclusive", {in({3, 4})},
-              [](const std::vector<Expr>& x) { return cumsum(x[0], 1, true); },
-              [](const std::vector<Ref>& x) { return cumsumRef(x[0], 1, true, false); }});
-ONYX_OP_CASE({"cumsum", "reverse_middle_axis", {in({2, 3, 4})},
-              [](const std::vector<Expr>& x) { return cumsum(x[0], 1, false, true); },
-              [](const std::vector<Ref>& x) { return cumsumRef(x[0], 1, false, true); }});
-ONYX_OP_CASE({"cumsum", "reverse_exclusive_negative_axis", {in({2, 3, 4})},
-              [](const std::vector<Expr>& x) { return cumsum(x[0], -1, true, true); },
-              [](const std::vector<Ref>& x) { return cumsumRef(x[0], 2, true, true); }});
-
 // ---------------------------------------------------------------- topk_indices
 
 OpCase topkCase(const char* name, InputSpec x, int64_t k, int axis, size_t a, bool largest) {
@@ -308,12 +274,6 @@ static CaseRegistrar kTopK[] = {
 };
 
 // ---------------------------------------------------------------- errors
-
-Ptr<ExpressionGraph> cpuGraph() {
-  auto g = New<ExpressionGraph>();
-  g->setDevice({0, DeviceType::cpu});
-  return g;
-}
 
 // Runs the graph and returns the onyx::Error's message ("" if none).
 std::string forwardError(ExpressionGraph& g) {
@@ -374,7 +334,6 @@ TEST(Indexing, BadArgumentsFailAtBuildTime) {
   EXPECT_THROW(topk_indices(x, 4, 1), Error);
   EXPECT_THROW(gather_nd(x, g->constant({2, 3}, inits::fromValue(0), Type::int64)), Error);
   EXPECT_THROW(argmax(x, -3), Error);
-  EXPECT_THROW(cumsum(x, 2), Error);
 }
 
 // ---------------------------------------------------------------- data-dependent builders

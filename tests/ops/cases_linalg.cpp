@@ -1,9 +1,11 @@
-// Harness cases for src/ops/linalg.cpp. The reference follows numpy.matmul
-// with plain loops over doubles.
+// Harness cases for src/ops/linalg.cpp. The references follow numpy.matmul
+// and the ONNX definitions with plain loops over doubles.
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "ops/harness.h"
 
@@ -354,6 +356,47 @@ ONYX_OP_CASE({"inverse", "3x3", {in({3, 3})},
 ONYX_OP_CASE({"inverse", "batched_pivoting", {values({2, 2, 2}, {0.0, 1.0, 2.0, 0.5, 1.5, -1.0, 0.25, 2.0})},
               [](Xs x) { return inverse(x[0]); },
               [](Rs x) { return refPerMatrix(x[0], true, refInverse); }});
+
+// ---- trilu (ONNX Trilu by its definition over the last two dims)
+
+Ref triluRef(const Ref& x, bool upper, int64_t k) {
+  Ref y = refLike(x);
+  size_t r = x.shape.size();
+  for(int64_t p = 0; p < x.size(); ++p) {
+    Idx o = unravel(p, x.shape);
+    int64_t i = o[r - 2], j = o[r - 1];
+    bool keep = upper ? j - i >= k : j - i <= k;
+    y[p] = keep ? x[p] : 0;
+  }
+  return y;
+}
+
+ONYX_OP_CASE({"trilu", "upper_batched", {in({2, 3, 4})}, [](const std::vector<Expr>& x) { return trilu(x[0]); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], true, 0); }});
+ONYX_OP_CASE({"trilu", "lower_k_minus1", {in({4, 3})},
+              [](const std::vector<Expr>& x) { return trilu(x[0], false, -1); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], false, -1); }});
+ONYX_OP_CASE({"trilu", "upper_k2_wide", {in({3, 5})}, [](const std::vector<Expr>& x) { return trilu(x[0], true, 2); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], true, 2); }});
+ONYX_OP_CASE({"trilu", "lower_k_beyond_all", {in({3, 4})},
+              [](const std::vector<Expr>& x) { return trilu(x[0], false, 7); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], false, 7); }});
+ONYX_OP_CASE({"trilu", "upper_k_below_all_keeps_none_zeroed", {in({3, 2})},
+              [](const std::vector<Expr>& x) { return trilu(x[0], true, -5); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], true, -5); }});
+ONYX_OP_CASE({"trilu", "int64_lower", {ints({2, 4, 4}, -9, 9)},
+              [](const std::vector<Expr>& x) { return trilu(x[0], false, 1); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], false, 1); }, false});
+ONYX_OP_CASE({"trilu", "bool_upper", {bools({3, 3})}, [](const std::vector<Expr>& x) { return trilu(x[0], true, 1); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], true, 1); }, false});
+ONYX_OP_CASE({"trilu", "large_threaded", {in({8, 90, 70})},
+              [](const std::vector<Expr>& x) { return trilu(x[0], false, -3); },
+              [](const std::vector<Ref>& x) { return triluRef(x[0], false, -3); }, false});
+
+TEST(Linalg, TriluNeedsMatrices) {
+  auto g = cpuGraph();
+  EXPECT_NE(errorOf([&] { trilu(g->zeros({3})); }).find("rank 2"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace test

@@ -112,6 +112,30 @@ struct CaseRegistrar {
 #define ONYX_OP_CASE(...) \
   static ::onyx::test::CaseRegistrar ONYX_CASE_CAT(onyxCase_, __COUNTER__)(::onyx::test::OpCase __VA_ARGS__)
 
+// A graph on the CPU, for tests beside the cases.
+inline Ptr<ExpressionGraph> cpuGraph() {
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  return g;
+}
+
+// The message of the onyx::Error thrown by f, or "" if none.
+template <class F>
+std::string errorOf(F f) {
+  try {
+    f();
+  } catch(const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// x's elements under another shape.
+inline Ref withShape(Ref x, std::vector<int64_t> s) {
+  x.shape = std::move(s);
+  return x;
+}
+
 // Reference helpers.
 Ref refLike(const Ref& a);  // same shape, zeros
 Ref refOfShape(std::vector<int64_t> shape);
@@ -120,6 +144,12 @@ Ref refBroadcast(const std::vector<Ref>& ins, const std::function<double(const s
 // y = f(x) element by element, for the one input of a unary op's case.
 Ref refMap(const std::vector<Ref>& ins, double (*f)(double));
 std::vector<int64_t> refStrides(const std::vector<int64_t>& shape);
+// y[o] = x[src(o)]: every output element read from one input position.
+inline Ref mapRef(const Ref& x, const Idx& outShape, const std::function<Idx(const Idx&)>& src) {
+  Ref y = refOfShape(outShape);
+  for(int64_t k = 0; k < y.size(); ++k) y[k] = x[ravel(src(unravel(k, outShape)), x.shape)];
+  return y;
+}
 
 // For the tests beside the cases (behaviour the harness does not check).
 // The gradients of sum(f(a, b)) for a and b as float64 params on the CPU.

@@ -1,10 +1,11 @@
-// The plan of a strided copy, shared by the CPU and GPU kernels that move
-// elements (transpose, slice, concat, pad):
+// The strided copy of the CPU kernels that move elements (transpose, slice,
+// concat), and its plan, shared with the GPU's (backend/cuda/copy.cu):
 //   dst[sum_k i_k * ds_k] = src[sum_k i_k * ss_k] for every index i of dims
 // with strides in elements (possibly negative). Size-1 dims are dropped and
 // dims contiguous for both sides merged, so a copy dense on both sides has
 // one dim.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include <onyx/core/error.h>
@@ -54,6 +55,11 @@ struct StridedPlan {
     }
   }
 };
+
+// dst[sum_k i_k * ds_k] = src[sum_k i_k * ss_k] for every index i of `dims`,
+// elements of `esize` bytes, both buffers on the host (strided.cpp).
+void copyStrided(void* dst, const int64_t* ds, const void* src, const int64_t* ss, const int64_t* dims, int rank,
+                 size_t esize);
 
 }  // namespace host
 }  // namespace onyx

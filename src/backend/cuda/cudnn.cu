@@ -1,6 +1,6 @@
 // Convolution and pooling through cuDNN (kernels.h) where cuDNN takes the
 // case: float types, pads the same at both ends. Otherwise these functions
-// return false and ops/conv.cpp runs its own kernels (im2col + cuBLAS, a
+// return false and the plugin runs its own kernels (im2col + cuBLAS, a
 // thread per pooled output), which take everything the CPU takes. Built
 // when CMake finds cuDNN; no_cudnn.cpp stands in otherwise.
 //

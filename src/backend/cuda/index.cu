@@ -1,7 +1,8 @@
 // GPU index kernels (kernels.h): argmax / argmin, scatter_add (as a gather
 // over the rows that target each element: no atomics, the CPU's order of
 // additions, so the same bits), and trilu's masked copy,
-// computed as the CPU kernels compute them (ops/indexing.cpp, shape2.cpp).
+// computed as the CPU kernels compute them (ops/indexing.cpp, slicing.cpp,
+// linalg.cpp).
 #include <onyx/backend/cuda/kernels.h>
 
 #include <onyx/backend/cpu/combine.h>

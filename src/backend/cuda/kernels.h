@@ -77,7 +77,7 @@ void gemmBatched(size_t dev, Type t, bool transA, bool transB, int64_t batch, in
                  double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
                  const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets);
 
-// Convolution as windows and GEMMs (the CPU's algorithm, ops/conv.cpp), of
+// Convolution as windows and GEMMs (the CPU's algorithm, ops/convolution.cpp), of
 // element type t: im2col writes col[(c * K + tap) * P + p] = x[c, window p
 // shifted by tap] (0 in the padding) for C channels; col2im writes x[c, i] =
 // the sum of the col entries whose window covers i (it overwrites x, where
@@ -112,7 +112,7 @@ void addChannelBias(size_t dev, Type t, void* y, const void* b, int64_t N, int64
 enum class PoolMode { max, averageIncludePad, averageExcludePad };
 bool cudnnPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const host::ConvGeom& g, PoolMode mode);
 // Pooling over `planes` = N * C planes, a thread per output (as the CPU's
-// kernels in ops/conv.cpp): maxPool writes the max of each window (y, may
+// kernels in ops/pooling.cpp): maxPool writes the max of each window (y, may
 // be null) and/or the flat index of its first maximum (ind, int64, may be
 // null; storageOrder 1 numbers the plane column-major), NaN counting as the
 // largest; avgPool the window mean, over the taps inside the image or, with

@@ -1,6 +1,6 @@
 // GPU kernels over the lines of a tensor (kernels.h): cumsum / cumprod, the
 // gradient of cumprod, hardmax. A thread per line, each scanned in order
-// with the CPU kernels' arithmetic (ops/indexing.cpp, attention.cpp, nn.cpp),
+// with the CPU kernels' arithmetic (ops/cumulative.cpp, nn.cpp),
 // so results carry the CPU's bits; these ops are not hot enough for a
 // parallel scan to matter yet.
 #include <onyx/backend/cuda/kernels.h>
@@ -41,7 +41,7 @@ struct CumulateBody {
   }
 };
 
-// dx_j = P_j * z_j (see cumprod_grad in ops/attention.cpp).
+// dx_j = P_j * z_j (see cumprod_grad in ops/cumulative.cpp).
 template <class T>
 struct CumprodGradBody {
   const T *x, *g;

@@ -1,5 +1,6 @@
 // The CUDA plugin built without cuDNN (CMake found none): convolution and
-// pooling run on the backend's own kernels (ops_conv.cpp).
+// pooling run on the backend's own kernels (ops_convolution.cpp,
+// ops_pooling.cpp).
 #include <onyx/backend/cuda/kernels.h>
 
 namespace onyx {

@@ -2,7 +2,7 @@
 // indices on a host copy, which gives every element's or row's offset as
 // the CPU computes it (indexing.h); the offsets go to the device in one
 // upload (graph workspace) and one kernel moves or combines the data
-// (index.cu). The line ops run a thread per line (lines.cu).
+// (index.cu). topk_indices runs a thread per line (lines.cu).
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -10,7 +10,7 @@
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
 #include <onyx/ops/indexing.h>
-#include <onyx/ops/shape.h>
+#include <onyx/ops/movers.h>
 
 namespace onyx {
 namespace cuda {
@@ -97,14 +97,6 @@ ONYX_GPU_KERNEL("scatter_nd", [](KernelCtx& c) {
 // y = index of the largest (smallest) x along axis
 ONYX_GPU_KERNEL("argmax", argKernel<true>);
 ONYX_GPU_KERNEL("argmin", argKernel<false>);
-
-// y[.., i, ..] = sum_{j <= i} x[.., j, ..] (variants: exclusive, reverse)
-ONYX_GPU_KERNEL("cumsum", [](KernelCtx& c) {
-  const TensorBase& x = *c.in[0];
-  const ops::Lines ln = linesOf(x, c.attrs);
-  cumulate(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), ln.outer, ln.n, ln.inner,
-           c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0, false);
-});
 
 // y[.., 0..k-1, ..] = indices of the k largest (smallest) x along axis, in order
 ONYX_GPU_KERNEL("topk_indices", [](KernelCtx& c) {

@@ -9,12 +9,12 @@ namespace onyx {
 namespace cuda {
 namespace {
 
-int axisOf(const KernelCtx& c) { return c.in[0]->shape().axis(c.attrs.i("axis")); }
+int axisAttr(const KernelCtx& c) { return c.in[0]->shape().axis(c.attrs.i("axis")); }
 
 // y = exp(x - max) / sum(exp(x - max)) along `axis`
-ONYX_GPU_KERNEL("softmax", [](KernelCtx& c) { softmax(*c.in[0], c.out, axisOf(c), false); });
+ONYX_GPU_KERNEL("softmax", [](KernelCtx& c) { softmax(*c.in[0], c.out, axisAttr(c), false); });
 // y = x - max - log(sum(exp(x - max))) along `axis`
-ONYX_GPU_KERNEL("log_softmax", [](KernelCtx& c) { softmax(*c.in[0], c.out, axisOf(c), true); });
+ONYX_GPU_KERNEL("log_softmax", [](KernelCtx& c) { softmax(*c.in[0], c.out, axisAttr(c), true); });
 
 // y = onehot(argmax(x, axis)) (the first maximum wins ties)
 ONYX_GPU_KERNEL("hardmax", [](KernelCtx& c) {
@@ -24,13 +24,13 @@ ONYX_GPU_KERNEL("hardmax", [](KernelCtx& c) {
 
 // y = (x - mean) / sqrt(var + eps) * gamma + beta over the dims from axis on
 ONYX_GPU_KERNEL("layer_norm", [](KernelCtx& c) {
-  layerNorm(*c.in[0], *c.in[1], *c.in[2], c.out, axisOf(c), ops::layerNormEps(c.attrs));
+  layerNorm(*c.in[0], *c.in[1], *c.in[2], c.out, axisAttr(c), ops::layerNormEps(c.attrs));
 });
 
 // y = -log_softmax(logits)[label] along the class axis
 ONYX_GPU_KERNEL("cross_entropy", [](KernelCtx& c) {
   const TensorBase& logits = *c.in[0];
-  const int axis = axisOf(c);
+  const int axis = axisAttr(c);
   // Labels are checked on the host (a copy): a kernel cannot report a bad one.
   ops::checkLabels(*c.in[1]->hostCopy(), logits.shape().dims()[axis]);
   crossEntropy(logits, *c.in[1], c.out, axis);

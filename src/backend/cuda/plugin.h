@@ -12,7 +12,7 @@
 #pragma once
 #include <onyx/core/tensor.h>
 #include <onyx/graph/op_def.h>
-#include <onyx/ops/shape.h>
+#include <onyx/ops/movers.h>
 
 namespace onyx {
 namespace cuda {
@@ -28,10 +28,7 @@ void copyInput0(KernelCtx& c);
 
 // The lines of x along the node's "axis" attribute (rank 0: one line of one
 // element), for the kernels that run a thread per line.
-inline ops::Lines linesOf(const TensorBase& x, const Attrs& a) {
-  const int rank = x.shape().rank();
-  return ops::Lines(x.shape(), rank == 0 ? 0 : x.shape().axis(a.i("axis")));
-}
+inline ops::Lines linesOf(const TensorBase& x, const Attrs& a) { return ops::linesAlong(x.shape(), a.i("axis")); }
 
 }  // namespace cuda
 }  // namespace onyx

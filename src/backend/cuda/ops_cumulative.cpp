@@ -1,14 +1,22 @@
-// GPU kernels of ops/attention.cpp's ops: cumprod and its gradient, a
-// thread per line (device code in lines.cu).
+// GPU kernels of ops/cumulative.cpp's ops: cumsum, cumprod and cumprod's
+// gradient, a thread per line (device code in lines.cu).
 #include <algorithm>
 
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
-#include <onyx/ops/shape.h>
+#include <onyx/ops/movers.h>
 
 namespace onyx {
 namespace cuda {
 namespace {
+
+// y[.., i, ..] = sum_{j <= i} x[.., j, ..] (variants: exclusive, reverse)
+ONYX_GPU_KERNEL("cumsum", [](KernelCtx& c) {
+  const TensorBase& x = *c.in[0];
+  const ops::Lines ln = linesOf(x, c.attrs);
+  cumulate(c.out.getDeviceId().no, x.type(), x.raw(), c.out.raw(), ln.outer, ln.n, ln.inner,
+           c.attrs.i("exclusive") != 0, c.attrs.i("reverse") != 0, false);
+});
 
 // dx of sum(cumprod(x) * dy)
 ONYX_GPU_KERNEL("cumprod_grad", [](KernelCtx& c) {

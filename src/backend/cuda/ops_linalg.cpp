@@ -1,8 +1,9 @@
-// GPU kernels of ops/shape2.cpp's ops: trilu (device code in copy.cu; the
-// other ops there are made of the element movers).
+// GPU kernels of ops/linalg.cpp's ops that cuBLAS does not run (matmul and
+// affine reach it through the device interface): trilu, device code in
+// index.cu.
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
-#include <onyx/ops/shape.h>
+#include <onyx/ops/linalg.h>
 
 namespace onyx {
 namespace cuda {

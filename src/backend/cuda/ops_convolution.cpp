@@ -1,26 +1,24 @@
-// GPU kernels of ops/conv.cpp's ops: cuDNN's forward, backward-data
+// GPU kernels of ops/convolution.cpp's ops: cuDNN's forward, backward-data
 // (conv_transpose) and backward-filter (conv_grad_weight) passes where cuDNN
 // takes the case (cudnn.cu); otherwise the same windows and GEMMs as the
 // CPU, one sample after the other on the device's stream (im2col / col2im
-// in conv.cu, GEMMs through cuBLAS), col in the graph's workspace. Pooling
-// through cuDNN where it takes the case, else conv.cu's kernels. The
-// geometry is conv.cpp's (ops::convDims, ops::poolGeom in conv.h).
+// in conv.cu, GEMMs through cuBLAS), col in the graph's workspace. The
+// sizes are the CPU's (ops::convDims in ops/convolution.h).
 #include <functional>
 
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
-#include <onyx/ops/conv.h>
+#include <onyx/ops/convolution.h>
 
 namespace onyx {
 namespace cuda {
 namespace {
 
-using ops::ConvDims;
-using ops::convDims;
-using ops::spatialDims;
-using ops::transposedDims;
 using Geom = host::ConvGeom;
-
+using host::ConvDims;
+using host::spatialDims;
+using ops::convDims;
+using ops::transposedDims;
 
 // The device and element type of a GPU conv kernel's output, and element
 // offsets into its (type-erased) buffers.
@@ -125,38 +123,6 @@ void convGradWeightGpu(KernelCtx& c) {
 ONYX_GPU_KERNEL("conv", convGpu);
 ONYX_GPU_KERNEL("conv_transpose", convTransposeGpu);
 ONYX_GPU_KERNEL("conv_grad_weight", convGradWeightGpu);
-
-// y[n, c, o..] = max over the window of x
-ONYX_GPU_KERNEL("max_pool", [](KernelCtx& c) {
-  const ops::PoolGeom p = ops::poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-  const size_t dev = c.out.getDeviceId().no;
-  if(cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, PoolMode::max)) return;
-  maxPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), nullptr, p.planes, p.g, 0);
-});
-
-// y = the flat position of each window's first maximum
-ONYX_GPU_KERNEL("max_pool_indices", [](KernelCtx& c) {
-  const ops::PoolGeom p = ops::poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-  maxPool(c.out.getDeviceId().no, c.in[0]->type(), c.in[0]->raw(), nullptr, c.out.data<int64_t>(), p.planes, p.g,
-          int(c.attrs.i("storage_order")));
-});
-
-// y[n, c, o..] = mean over the window of x
-ONYX_GPU_KERNEL("average_pool", [](KernelCtx& c) {
-  const ops::PoolGeom p = ops::poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
-  const size_t dev = c.out.getDeviceId().no;
-  const bool includePad = c.attrs.i("count_include_pad") != 0;
-  const auto mode = includePad ? PoolMode::averageIncludePad : PoolMode::averageExcludePad;
-  if(cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, mode)) return;
-  avgPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, includePad);
-});
-
-// dx = average_pool's adjoint applied to dy
-ONYX_GPU_KERNEL("average_pool_grad", [](KernelCtx& c) {
-  const ops::PoolGeom p = ops::poolGeom(c.attrs, c.out.shape(), c.in[0]->shape());
-  avgPoolGrad(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g,
-              c.attrs.i("count_include_pad") != 0);
-});
 
 }  // namespace
 }  // namespace cuda

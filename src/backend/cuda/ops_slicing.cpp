@@ -1,4 +1,4 @@
-// GPU kernels of ops/shape.cpp's ops that are not made of the element
+// GPU kernels of ops/slicing.cpp's ops that are not made of the element
 // movers (those kernels serve both devices there): gather, scatter_add, pad.
 // Device code in copy.cu and index.cu.
 #include <vector>
@@ -6,7 +6,8 @@
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
 #include <onyx/core/dispatch.h>
-#include <onyx/ops/shape.h>
+#include <onyx/ops/movers.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 namespace cuda {
@@ -17,7 +18,7 @@ ONYX_GPU_KERNEL("gather", [](KernelCtx& c) {
   const TensorBase& x = *c.in[0];
   const TensorBase& ix = *c.in[1];
   const size_t e = ops::elementBytes(x.type(), "gather");
-  const int a = ops::normAxis(c.attrs.i("axis"), x.shape().rank(), "axis");
+  const int a = x.shape().axis(c.attrs.i("axis"));
   const auto& xd = x.shape().dims();
   const int64_t outer = ops::prodDims(xd, 0, a), n = xd[a], inner = ops::prodDims(xd, a + 1, xd.size());
   // Indices are checked on the host (a copy of them): a kernel cannot
@@ -30,7 +31,7 @@ ONYX_GPU_KERNEL("gather", [](KernelCtx& c) {
 ONYX_GPU_KERNEL("scatter_add", [](KernelCtx& c) {
   const TensorBase& u = *c.in[0];
   const auto& od = c.out.shape().dims();
-  const int a = ops::normAxis(c.attrs.i("axis"), c.out.shape().rank(), "axis");
+  const int a = c.out.shape().axis(c.attrs.i("axis"));
   const int64_t outer = ops::prodDims(od, 0, a), n = od[a], inner = ops::prodDims(od, a + 1, od.size());
   // On the host: the indices checked, and for each target the rows that add
   // into it (j ascending, as the CPU adds them), uploaded as starts [n + 1]

@@ -1,0 +1,623 @@
+// Convolution: conv (im2col + GEMM), conv_transpose (GEMM + col2im),
+// conv_grad_weight, and the ONNX imports of Conv and ConvTranspose (those of
+// ConvInteger and the composites are in converters/).
+//
+// Kernels see every input as having 3 spatial dims (backend/cpu/conv_geom.h):
+// the real 1 to 3 dims are the last ones, the missing leading ones have size
+// 1 (kernel 1, stride 1, no padding), so one loop nest serves 1-D, 2-D and 3-D.
+#include <onyx/ops/convolution.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <onyx/backend/cpu/gemm.h>
+#include <onyx/graph/onnx_export.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/slicing.h>
+#include <onyx/ops/window_helpers.h>
+
+namespace onyx {
+
+using ops::AttrList;
+using ops::addList;
+using ops::checkedSpatial;
+using ops::checkedSpatialRank;
+using ops::emitVia;
+using ops::listOr;
+using ops::pick;
+using ops::requireNumeric;
+using ops::spatialOf;
+using host::spatialDims;
+using host::windowCount;
+
+host::ConvDims ops::convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& kernel, const Attrs& a) {
+  return host::convDims(x, pos, kernel, spatialOf(a, x.rank() - 2), a.i("group"));
+}
+
+// A transposed convolution is a convolution seen from its output: y is the
+// image the windows write into and x holds the positions, so its input
+// channels are the ConvDims' M and its output channels C.
+host::ConvDims ops::transposedDims(const KernelCtx& c) {
+  return convDims(c.out.shape(), c.in[0]->shape(), spatialDims(c.in[1]->shape()), c.attrs);
+}
+
+namespace {
+
+using Geom = host::ConvGeom;
+using host::ConvDims;
+using ops::convDims;
+using ops::transposedDims;
+
+// col[(c * K + kk) * P + p] = x[c, position p shifted by tap kk] (0 outside).
+template <class T>
+void im2col(const T* x, int64_t C, const Geom& g, T* col) {
+  const int64_t P = g.posSize, K = g.kSize;
+  for(int64_t c = 0; c < C; ++c) {
+    const T* xc = x + c * g.imgSize;
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0)
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1)
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          T* row = col + (c * K + (k0 * g.k[1] + k1) * g.k[2] + k2) * P;
+          for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
+            const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+            for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
+              const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+              T* r = row + (o0 * g.pos[1] + o1) * g.pos[2];
+              if(i0 < 0 || i0 >= g.img[0] || i1 < 0 || i1 >= g.img[1]) {
+                std::fill(r, r + g.pos[2], T());
+                continue;
+              }
+              const T* xr = xc + (i0 * g.img[1] + i1) * g.img[2];
+              int64_t i2 = k2 * g.d[2] - g.pb[2];
+              for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, i2 += g.s[2]) r[o2] = (i2 >= 0 && i2 < g.img[2]) ? xr[i2] : T();
+            }
+          }
+        }
+  }
+}
+
+// The adjoint of im2col: x[c, tap position] += col[...] (x is not cleared).
+template <class T>
+void col2im(const T* col, int64_t C, const Geom& g, T* x) {
+  const int64_t P = g.posSize, K = g.kSize;
+  for(int64_t c = 0; c < C; ++c) {
+    T* xc = x + c * g.imgSize;
+    for(int64_t k0 = 0; k0 < g.k[0]; ++k0)
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1)
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const T* row = col + (c * K + (k0 * g.k[1] + k1) * g.k[2] + k2) * P;
+          for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
+            const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+            if(i0 < 0 || i0 >= g.img[0]) continue;
+            for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
+              const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+              if(i1 < 0 || i1 >= g.img[1]) continue;
+              const T* r = row + (o0 * g.pos[1] + o1) * g.pos[2];
+              T* xr = xc + (i0 * g.img[1] + i1) * g.img[2];
+              int64_t i2 = k2 * g.d[2] - g.pb[2];
+              for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, i2 += g.s[2])
+                if(i2 >= 0 && i2 < g.img[2]) host::store(xr, i2, host::load(xr, i2) + host::load(r, o2));
+            }
+          }
+        }
+  }
+}
+
+// Below this many multiply-adds per sample, samples run in parallel (each
+// GEMM then runs on one thread inside OpenBLAS).
+constexpr int64_t kSampleParallelWork = 65536 * 4;
+
+// Runs body(n, scratch) for every sample, in parallel when samples are small.
+template <class T, class F>
+void forSamples(int64_t N, int64_t workPerSample, size_t scratchSize, F&& body) {
+  if(N > 1 && workPerSample < kSampleParallelWork) {
+    host::parallelFor(N, N * workPerSample, [&](int64_t b, int64_t e) {
+      std::vector<T> scratch(scratchSize);
+      for(int64_t n = b; n < e; ++n) body(n, scratch.data());
+    });
+  } else {
+    std::vector<T> scratch(scratchSize);
+    for(int64_t n = 0; n < N; ++n) body(n, scratch.data());
+  }
+}
+
+template <class T>
+void addBias(T* y, const TensorBase* b, int64_t n, int64_t M, int64_t P) {
+  if(!b) return;
+  const T* bp = b->data<T>();
+  for(int64_t m = 0; m < M; ++m) {
+    T* row = y + (n * M + m) * P;
+    auto bv = host::load(bp, m);
+    for(int64_t p = 0; p < P; ++p) host::store(row, p, host::load(row, p) + bv);
+  }
+}
+
+template <class T>
+void convKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& wt = *c.in[1];
+  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const ConvDims cd = convDims(xt.shape(), c.out.shape(), spatialDims(wt.shape()), c.attrs);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
+  const bool direct = cd.direct;
+  const T* x = xt.data<T>();
+  const T* w = wt.data<T>();
+  T* y = c.out.data<T>();
+  forSamples<T>(N, G * Mg * CK * P, direct ? 0 : size_t(CK * P), [&](int64_t n, T* col) {
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const T* src = x + (n * C + grp * Cg) * g.imgSize;
+      if(!direct) im2col(src, Cg, g, col);
+      host::gemm<T>(false, false, Mg, P, CK, 1.0, w + grp * Mg * CK, CK, direct ? src : col, P, 0.0,
+                    y + (n * M + grp * Mg) * P, P);
+    }
+    addBias(y, bt, n, M, P);
+  });
+}
+
+template <class T>
+void convTransposeKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& wt = *c.in[1];
+  const TensorBase* bt = c.in.size() > 2 ? c.in[2] : nullptr;
+  const ConvDims cd = transposedDims(c);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.M, G = cd.G, Cg = cd.Mg, Mg = cd.Cg, M = cd.C, MK = cd.CK, P = cd.P;
+  const bool direct = cd.direct;
+  const T* x = xt.data<T>();
+  const T* w = wt.data<T>();
+  T* y = c.out.data<T>();
+  forSamples<T>(N, G * MK * Cg * P, direct ? 0 : size_t(MK * P), [&](int64_t n, T* col) {
+    T* yn = y + n * M * g.imgSize;
+    if(!direct) std::fill(yn, yn + M * g.imgSize, T());
+    for(int64_t grp = 0; grp < G; ++grp) {
+      const T* xg = x + (n * C + grp * Cg) * P;
+      T* yg = yn + grp * Mg * g.imgSize;
+      // col [Mg*K, P] = W_g^T x_g with W_g stored [Cg, Mg*K]
+      host::gemm<T>(true, false, MK, P, Cg, 1.0, w + grp * Cg * MK, MK, xg, P, 0.0, direct ? yg : col, P);
+      if(!direct) col2im(col, Mg, g, yg);
+    }
+    addBias(y, bt, n, M, g.imgSize);
+  });
+}
+
+template <class T>
+void convGradWeightKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  const TensorBase& dyt = *c.in[1];
+  const ConvDims cd = convDims(xt.shape(), dyt.shape(), spatialDims(c.out.shape()), c.attrs);
+  const Geom& g = cd.g;
+  const int64_t N = cd.N, C = cd.C, M = cd.M, G = cd.G, Cg = cd.Cg, Mg = cd.Mg, CK = cd.CK, P = cd.P;
+  const bool direct = cd.direct;
+  const T* x = xt.data<T>();
+  const T* dy = dyt.data<T>();
+  T* dw = c.out.data<T>();
+  const int64_t wSize = c.out.size();
+  std::fill(dw, dw + wSize, T());
+  // Per block of samples: a partial sum, added to dW under a lock.
+  auto block = [&](int64_t b, int64_t e) {
+    std::vector<T> col(direct ? 0 : size_t(CK * P)), part(size_t(wSize), T{});
+    for(int64_t n = b; n < e; ++n)
+      for(int64_t grp = 0; grp < G; ++grp) {
+        const T* src = x + (n * C + grp * Cg) * g.imgSize;
+        if(!direct) im2col(src, Cg, g, col.data());
+        // dW_g [Mg, CK] += dy_g [Mg, P] col^T
+        host::gemm<T>(false, true, Mg, CK, P, 1.0, dy + (n * M + grp * Mg) * P, P, direct ? src : col.data(), P, 1.0,
+                      part.data() + grp * Mg * CK, CK);
+      }
+#pragma omp critical(onyx_conv_grad_weight)
+    for(int64_t i = 0; i < wSize; ++i) host::store(dw, i, host::load(dw, i) + host::load(part.data(), i));
+  };
+  const int64_t work = G * Mg * CK * P;
+  if(N > 1 && work < kSampleParallelWork) host::parallelFor(N, N * work, block);
+  else block(0, N);
+}
+
+// Dispatches a kernel template over the float and integer types.
+#define ONYX_CONV_KERNEL(fn)                                                          \
+  [](KernelCtx& c) {                                                                  \
+    dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) { fn<typename decltype(tag)::type>(c); }); \
+  }
+
+// ------------------------------------------------------------ infer helpers
+
+int64_t checkedGroup(InferCtx& c) {
+  int64_t G = c.attrs.i("group");
+  c.check(G >= 1, "group must be >= 1, got ", G);
+  return G;
+}
+
+void checkBias(InferCtx& c, int64_t M) {
+  if(c.n() > 2) c.check(c.shapeOf(2) == Shape({M}), "bias of shape ", c.shapeOf(2), " must be [", M, "] (one per output channel)");
+}
+
+AttrList convAttrs(const ConvOptions& o) {
+  return {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)}, {"pads", attr(o.pads)},
+          {"group", attr(o.group)}};
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------- conv
+
+ONYX_OP(kConvGradWeight, "conv_grad_weight");
+ONYX_OP(kConvTranspose, "conv_transpose");
+
+namespace {
+
+// conv(x, W) cut to `target` spatial dims when it comes out larger.
+Expr convCut(Expr x, Expr W, const AttrList& attrs, const Shape& target) {
+  static const OpDef& convOp = Registry::instance().get("conv");
+  Expr y = x->graph()->make(convOp, {x, W}, attrs);
+  std::vector<int64_t> starts, ends, axes;
+  bool cut = false;
+  for(int i = 2; i < y->shape().rank(); ++i) {
+    ONYX_ASSERT(y->shape()[i] >= target[i], "conv gradient: ", y->shape(), " smaller than ", target);
+    cut = cut || y->shape()[i] != target[i];
+    starts.push_back(0);
+    ends.push_back(target[i]);
+    axes.push_back(i);
+  }
+  return cut ? slice(y, starts, ends, axes) : y;
+}
+
+// conv_transpose(dy, W) with the output padding that gives `target` spatial dims.
+Expr convTransposeTo(Expr dy, Expr W, const Attrs& a, const Shape& target) {
+  const int nd = target.rank() - 2;
+  host::Spatial sp = spatialOf(a, nd);
+  std::vector<int64_t> outPad;
+  for(int i = 0; i < nd; ++i) {
+    int64_t k = W->shape()[2 + i], s = sp.strides[size_t(i)], d = sp.dilations[size_t(i)];
+    int64_t natural = s * (dy->shape()[2 + i] - 1) + (k - 1) * d + 1 - sp.pads[size_t(i)] - sp.pads[size_t(nd + i)];
+    outPad.push_back(target[2 + i] - natural);
+    ONYX_ASSERT(outPad.back() >= 0, "conv gradient: output padding ", outPad.back());
+  }
+  AttrList l = pick(a, {"strides", "dilations", "pads", "group"});
+  l.emplace_back("output_padding", attr(outPad));
+  return dy->graph()->make(kConvTranspose, {dy, W}, l);
+}
+
+Expr biasGrad(Expr dy) {
+  std::vector<int> axes{0};
+  for(int i = 2; i < dy->shape().rank(); ++i) axes.push_back(i);
+  return sum(dy, axes, false);
+}
+
+}  // namespace
+
+// ONNX auto_pad / pads -> explicit pads for x's spatial dims.
+std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::vector<int64_t>& kernel,
+                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
+  const int nd = xs.rank() - 2;
+  std::string autoPad = c.attrString("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = c.attrInts("pads", {});
+  if(autoPad == "NOTSET" || autoPad.empty()) {
+    if(pads.empty()) pads.assign(size_t(2 * nd), 0);
+    c.check(pads.size() == size_t(2 * nd), "pads must have ", 2 * nd, " entries, got ", pads.size());
+    return pads;
+  }
+  pads.assign(size_t(2 * nd), 0);
+  if(autoPad == "VALID") return pads;
+  c.check(autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER", "unknown auto_pad '", autoPad, "'");
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    int64_t in = xs[2 + i], s = strides[u], eff = (kernel[u] - 1) * dilations[u] + 1;
+    int64_t out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + eff - in);
+    int64_t small = total / 2, big = total - small;
+    pads[u] = autoPad == "SAME_UPPER" ? small : big;
+    pads[u + size_t(nd)] = autoPad == "SAME_UPPER" ? big : small;
+  }
+  return pads;
+}
+
+std::vector<int64_t> importList(OnnxImportCtx& c, const char* name, int nd, int64_t def) {
+  std::vector<int64_t> v = c.attrInts(name, {});
+  if(v.empty()) v.assign(size_t(nd), def);
+  c.check(v.size() == size_t(nd), name, " must have ", nd, " entries (one per spatial dim), got ", v.size());
+  return v;
+}
+
+// Kernel shape from W, checked against the optional kernel_shape attribute.
+std::vector<int64_t> importKernelFromW(OnnxImportCtx& c, Expr W) {
+  std::vector<int64_t> k = spatialDims(W->shape());
+  std::vector<int64_t> attrK = c.attrInts("kernel_shape", {});
+  c.check(attrK.empty() || attrK == k, "kernel_shape ", attrToString(attr(attrK)), " does not match W of shape ",
+          W->shape());
+  return k;
+}
+
+Expr optionalInput(OnnxImportCtx& c, size_t i) {
+  return (c.numInputs() > i && c.hasInput(i)) ? c.input(i) : Expr();
+}
+
+void checkSpatialInput(OnnxImportCtx& c, Expr x) {
+  c.check(x->shape().rank() >= 3 && x->shape().rank() <= 5, "input of shape ", x->shape(),
+          " is not [N, C, spatial..] with 1 to 3 spatial dims");
+}
+
+namespace {
+
+// ------------------------------------------------------------- ONNX export
+
+// Conv and ConvTranspose: float16/float/double (bfloat16 from opset 22).
+// Integer convs (ConvInteger's import computes in int32) run in double and
+// Cast back: exact while the sums stay below 2^53 in magnitude and fit the
+// type (the integer kernel wraps on overflow, Cast saturates), which 8- and
+// 16-bit operands always do for any practical kernel size; 64-bit integers
+// have no exact form.
+void exportConv(OnnxExportCtx& c, bool transpose) {
+  const char* opType = transpose ? "ConvTranspose" : "Conv";
+  const Attrs a = c.attrs();
+  const Shape& xs = c.inputShape(0);
+  const int nd = xs.rank() - 2;
+  host::Spatial sp = spatialOf(a, nd);
+  OnnxAttrs at;
+  at.emplace_back("kernel_shape", attr(spatialDims(c.inputShape(1))));
+  addList(at, "strides", sp.strides, 1);
+  addList(at, "dilations", sp.dilations, 1);
+  if(a.i("group") != 1) at.emplace_back("group", a["group"]);
+  bool negative = std::any_of(sp.pads.begin(), sp.pads.end(), [](int64_t p) { return p < 0; });
+  if(!transpose) {
+    c.check(!negative, "negative pads ", attrToString(a.ints("pads")), " (cropping) have no ONNX form in Conv");
+    addList(at, "pads", sp.pads, 0);
+  } else {
+    addList(at, "output_padding", listOr(a.ints("output_padding"), size_t(nd), 0), 0);
+    if(!negative) {
+      addList(at, "pads", sp.pads, 0);
+    } else {
+      // Negative pads (an output larger than the natural size) come from
+      // output_shape, whose pads the importer generates as ONNX does: an odd
+      // total puts the extra unit at the begin (NOTSET) or end (SAME_UPPER).
+      bool notset = true, upper = true;
+      for(int i = 0; i < nd; ++i) {
+        int64_t pb = sp.pads[size_t(i)], pe = sp.pads[size_t(nd + i)], total = pb + pe;
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        notset = notset && pe == half;
+        upper = upper && pb == half;
+      }
+      c.check(notset || upper, "negative pads ", attrToString(a.ints("pads")),
+              " have no ONNX form in ConvTranspose (only those output_shape generates)");
+      const Shape& ys = c.node().shape();
+      if(!notset) at.emplace_back("auto_pad", std::string("SAME_UPPER"));
+      at.emplace_back("output_shape", attr(std::vector<int64_t>(ys.dims().begin() + 2, ys.dims().end())));
+    }
+  }
+  Type t = c.inputType(0), via = Type::undefined;
+  if(t == Type::bfloat16)
+    c.requireOpset(22, str(opType, " on bfloat16"));
+  else if(!isFloat(t)) {
+    c.check(isInt(t) && typeBits(t) <= 32, opType, " takes float types only, and ", t,
+            " has no exact form through double");
+    via = Type::float64;
+  }
+  emitVia(c, opType, c.inputs(), via, at);
+}
+
+}  // namespace
+
+ONYX_OP(kConv, "conv")
+    .doc("y[n, m, o..] = b[m] + sum_{c, k..} W[m, c, k..] * x[n, g*C/group + c, o*s + k*d - pad_begin] (NCHW, "
+         "1 to 3 spatial dims, zero padding)")
+    .inputs(2, 3)
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("group", int64_t(1))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      const Shape& xs = c.shapeOf(0);
+      const Shape& ws = c.shapeOf(1);
+      int nd = checkedSpatialRank(c, xs, "x");
+      c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([M, C/group, k..])");
+      int64_t G = checkedGroup(c), C = xs[1], M = ws[0];
+      c.check(M % G == 0, "output channels ", M, " (W's dim 0) are not divisible by group ", G);
+      c.check(C == ws[1] * G, "x has ", C, " channels but W of shape ", ws, " with group ", G, " expects ", ws[1] * G);
+      checkBias(c, M);
+      host::Spatial sp = checkedSpatial(c, nd, false);
+      Shape::Dims out{xs[0], M};
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        int64_t o = windowCount(xs[2 + i], ws[2 + i], sp.strides[u], sp.dilations[u], sp.pads[u],
+                                sp.pads[u + size_t(nd)], false);
+        c.check(o >= 0, "kernel ", ws[2 + i], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i,
+                " of x (", xs[2 + i], ") plus padding");
+        out.push_back(o);
+      }
+      c.shape = Shape(out);
+    })
+    .cpu(ONYX_CONV_KERNEL(convKernel))
+    // dx = conv_transpose(dy, W) sized like x, dW = conv_grad_weight(x, dy), db = sum of dy.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), W = g.x(1);
+      if(g.needs(0)) g.add(0, convTransposeTo(g.dy, W, g.attrs, x->shape()));
+      if(g.needs(1)) {
+        AttrList l = pick(g.attrs, {"strides", "dilations", "pads", "group"});
+        l.emplace_back("kernel_shape", attr(spatialDims(W->shape())));
+        g.add(1, g.graph.make(kConvGradWeight, {x, g.dy}, l));
+      }
+      if(g.n() > 2 && g.needs(2)) g.add(2, biasGrad(g.dy));
+    })
+    .onnx("Conv", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0), W = c.input(1), b = optionalInput(c, 2);
+      checkSpatialInput(c, x);
+      int nd = x->shape().rank() - 2;
+      ConvOptions o;
+      std::vector<int64_t> k = importKernelFromW(c, W);
+      o.strides = importList(c, "strides", nd, 1);
+      o.dilations = importList(c, "dilations", nd, 1);
+      o.group = c.attrInt("group", 1);
+      o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
+      c.setOutput(0, conv(x, W, b, o));
+    })
+    .exporter([](OnnxExportCtx& c) { exportConv(c, false); });
+
+Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
+  std::vector<Expr> in{x, W};
+  if(b) in.push_back(b);
+  return x->graph()->make(kConv, in, convAttrs(o));
+}
+
+// ---------------------------------------------------------- conv_transpose
+
+[[maybe_unused]] static OpDef& kConvTransposeDef = kConvTranspose
+    .doc("y = conv_transpose(x, W) + b: each x[n, c, i..] adds x * W[c, m, k..] at y[n, g*M/group + m, i*s + k*d - "
+         "pad_begin]; W [C, M/group, k..], output s*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end")
+    .inputs(2, 3)
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("output_padding", IntList{})
+    .attr("group", int64_t(1))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      const Shape& xs = c.shapeOf(0);
+      const Shape& ws = c.shapeOf(1);
+      int nd = checkedSpatialRank(c, xs, "x");
+      c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([C, M/group, k..])");
+      int64_t G = checkedGroup(c), C = xs[1], M = ws[1] * G;
+      c.check(C == ws[0], "x has ", C, " channels but W of shape ", ws, " expects ", ws[0]);
+      c.check(C % G == 0, "input channels ", C, " are not divisible by group ", G);
+      checkBias(c, M);
+      host::Spatial sp = checkedSpatial(c, nd, false);
+      const IntList& op = c.attrs.ints("output_padding");
+      c.check(op.empty() || op.size() == size_t(nd), "output_padding must have ", nd, " entries, got ", op.size());
+      std::vector<int64_t> outPad = listOr(op, size_t(nd), 0);
+      Shape::Dims out{xs[0], M};
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        c.check(outPad[u] >= 0, "output_padding must be >= 0, got ", attrToString(op));
+        int64_t o = sp.strides[u] * (xs[2 + i] - 1) + outPad[u] + (ws[2 + i] - 1) * sp.dilations[u] + 1 - sp.pads[u] -
+                    sp.pads[u + size_t(nd)];
+        c.check(o >= 0, "output spatial dim ", i, " would be ", o, " (pads too large)");
+        out.push_back(o);
+      }
+      c.shape = Shape(out);
+    })
+    .cpu(ONYX_CONV_KERNEL(convTransposeKernel))
+    // dx = conv(dy, W) (cut to x's size), dW = conv_grad_weight(dy, x), db = sum of dy.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), W = g.x(1);
+      AttrList l = pick(g.attrs, {"strides", "dilations", "pads", "group"});
+      if(g.needs(0)) g.add(0, convCut(g.dy, W, l, x->shape()));
+      if(g.needs(1)) {
+        l.emplace_back("kernel_shape", attr(spatialDims(W->shape())));
+        g.add(1, g.graph.make(kConvGradWeight, {g.dy, x}, l));
+      }
+      if(g.n() > 2 && g.needs(2)) g.add(2, biasGrad(g.dy));
+    })
+    .onnx("ConvTranspose", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0), W = c.input(1), b = optionalInput(c, 2);
+      checkSpatialInput(c, x);
+      const int nd = x->shape().rank() - 2;
+      ConvOptions o;
+      std::vector<int64_t> k = importKernelFromW(c, W);
+      o.strides = importList(c, "strides", nd, 1);
+      o.dilations = importList(c, "dilations", nd, 1);
+      o.group = c.attrInt("group", 1);
+      o.outputPadding = importList(c, "output_padding", nd, 0);
+      std::string autoPad = c.attrString("auto_pad", "NOTSET");
+      if(autoPad.empty()) autoPad = "NOTSET";
+      c.check(autoPad == "NOTSET" || autoPad == "VALID" || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER",
+              "unknown auto_pad '", autoPad, "'");
+      std::vector<int64_t> pads = c.attrInts("pads", {});
+      c.check(pads.empty() || pads.size() == size_t(2 * nd), "pads must have ", 2 * nd, " entries, got ", pads.size());
+      std::vector<int64_t> outShape = c.attrInts("output_shape", {});
+      if(outShape.size() == size_t(nd + 2)) outShape.erase(outShape.begin(), outShape.begin() + 2);
+      c.check(outShape.empty() || outShape.size() == size_t(nd), "output_shape must have ", nd, " entries, got ",
+              outShape.size());
+      bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+      if(outShape.empty() && same)
+        for(int i = 0; i < nd; ++i) outShape.push_back(x->shape()[2 + i] * o.strides[size_t(i)]);
+      if(autoPad == "VALID") pads.clear();
+      std::vector<int64_t> natural;  // output size without pads
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        natural.push_back(o.strides[u] * (x->shape()[2 + i] - 1) + o.outputPadding[u] + (k[u] - 1) * o.dilations[u] + 1);
+      }
+      if(!outShape.empty() && (pads.empty() || same)) {
+        // Pads generated from the requested output size (negative ones grow the output).
+        pads.assign(size_t(2 * nd), 0);
+        for(int i = 0; i < nd; ++i) {
+          size_t u = size_t(i);
+          int64_t total = natural[u] - outShape[u];
+          int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
+          bool upper = autoPad == "SAME_UPPER";
+          pads[u] = upper ? half : total - half;
+          pads[u + size_t(nd)] = upper ? total - half : half;
+        }
+      } else if(!outShape.empty()) {
+        // Explicit pads and output size: the end pad absorbs the difference.
+        for(int i = 0; i < nd; ++i) {
+          size_t u = size_t(i);
+          pads[u + size_t(nd)] = natural[u] - pads[u] - outShape[u];
+        }
+      }
+      if(pads.empty()) pads.assign(size_t(2 * nd), 0);
+      o.pads = pads;
+      c.setOutput(0, conv_transpose(x, W, b, o));
+    })
+    .exporter([](OnnxExportCtx& c) { exportConv(c, true); });
+
+Expr conv_transpose(Expr x, Expr W, Expr b, const ConvOptions& o) {
+  std::vector<Expr> in{x, W};
+  if(b) in.push_back(b);
+  AttrList l = convAttrs(o);
+  l.emplace_back("output_padding", attr(o.outputPadding));
+  return x->graph()->make(kConvTranspose, in, l);
+}
+
+// -------------------------------------------------------- conv_grad_weight
+
+[[maybe_unused]] static OpDef& kConvGradWeightDef = kConvGradWeight
+    .doc("dW[m, c, k..] = sum_{n, o..} dy[n, g*M/group + m, o..] * x[n, g*C/group + c, o*s + k*d - pad_begin]: the "
+         "gradient of conv w.r.t. W, of shape [M, C/group, kernel_shape..]")
+    .inputs(2)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("group", int64_t(1))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      const Shape& xs = c.shapeOf(0);
+      const Shape& ds = c.shapeOf(1);
+      int nd = checkedSpatialRank(c, xs, "x");
+      c.check(ds.rank() == xs.rank() && ds[0] == xs[0], "dy of shape ", ds, " does not match x of shape ", xs);
+      int64_t G = checkedGroup(c), C = xs[1], M = ds[1];
+      c.check(C % G == 0 && M % G == 0, "channels ", C, " and ", M, " must be divisible by group ", G);
+      const IntList& k = c.attrs.ints("kernel_shape");
+      c.check(k.size() == size_t(nd), "kernel_shape must have ", nd, " entries, got ", k.size());
+      host::Spatial sp = checkedSpatial(c, nd, false);
+      Shape::Dims out{M, C / G};
+      for(int i = 0; i < nd; ++i) {
+        size_t u = size_t(i);
+        c.check(k[u] >= 1, "kernel_shape must be >= 1, got ", attrToString(k));
+        int64_t o = windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], sp.pads[u + size_t(nd)],
+                                false);
+        c.check(ds[2 + i] <= o, "dy spatial dim ", i, " (", ds[2 + i], ") exceeds conv's output size ", o);
+        out.push_back(k[u]);
+      }
+      c.shape = Shape(out);
+    })
+    .cpu(ONYX_CONV_KERNEL(convGradWeightKernel))
+    // Bilinear: <dG, dW(x, dy)> = <dy, conv(x, dG)>.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), dy = g.x(1);
+      if(g.needs(0)) g.add(0, convTransposeTo(dy, g.dy, g.attrs, x->shape()));
+      if(g.needs(1)) g.add(1, convCut(x, g.dy, pick(g.attrs, {"strides", "dilations", "pads", "group"}), dy->shape()));
+    })
+    .noOnnx("internal: gradient of conv");
+
+Expr conv_grad_weight(Expr x, Expr dy, const std::vector<int64_t>& kernel, const ConvOptions& o) {
+  AttrList l = convAttrs(o);
+  l.emplace_back("kernel_shape", attr(kernel));
+  return x->graph()->make(kConvGradWeight, {x, dy}, l);
+}
+
+}  // namespace onyx

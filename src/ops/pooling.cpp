@@ -1,0 +1,514 @@
+// Pooling: max_pool (+ the positions of its maxima), average_pool (+ its
+// adjoint), the composites LpPool, the global pools and MaxUnpool import as,
+// and the ONNX imports of MaxPool and AveragePool (those of LpPool, the
+// global pools and MaxUnpool are in converters/import_pooling.cpp).
+//
+// Windows are the convolution's (backend/cpu/conv_geom.h): 3 spatial dims
+// always, the real 1 to 3 the last ones, so one loop nest serves 1-D, 2-D and
+// 3-D.
+#include <onyx/ops/pooling.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <onyx/graph/node_initializers.h>
+#include <onyx/graph/onnx_export.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/convolution.h>
+#include <onyx/ops/elementwise.h>
+#include <onyx/ops/indexing.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/movers.h>
+#include <onyx/ops/reduce.h>
+#include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
+#include <onyx/ops/window_helpers.h>
+
+namespace onyx {
+
+using ops::AttrList;
+using ops::addList;
+using ops::allEqual;
+using ops::checkedSpatial;
+using ops::checkedSpatialRank;
+using ops::emitVia;
+using ops::pick;
+using ops::requireNumeric;
+using ops::spatialOf;
+using host::windowCount;
+
+// ---------------------------------------------------------------- helpers
+
+namespace {
+
+std::vector<int64_t> kernelOf(const Attrs& a) { return ops::toVec(a.ints("kernel_shape")); }
+
+}  // namespace
+
+host::PoolGeom ops::poolGeom(const Attrs& a, const Shape& x, const Shape& y) {
+  return host::poolGeom(x, y, kernelOf(a), spatialOf(a, x.rank() - 2));
+}
+
+namespace {
+
+using Geom = host::ConvGeom;
+using host::PoolGeom;
+using ops::poolGeom;
+
+// Output shape of a pool over `xs`.
+Shape pooledShape(InferCtx& c, const Shape& xs) {
+  int nd = checkedSpatialRank(c, xs, "x");
+  const IntList& k = c.attrs.ints("kernel_shape");
+  c.check(k.size() == size_t(nd), "kernel_shape ", attrToString(k), " must have ", nd, " entries (one per spatial dim)");
+  host::Spatial sp = checkedSpatial(c, nd, true);
+  bool ceilMode = c.attrs.i("ceil_mode") != 0;
+  Shape::Dims out{xs[0], xs[1]};
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    c.check(k[u] >= 1, "kernel_shape must be >= 1, got ", attrToString(k));
+    c.check(sp.pads[u] < (k[u] - 1) * sp.dilations[u] + 1 && sp.pads[u + size_t(nd)] < (k[u] - 1) * sp.dilations[u] + 1,
+            "pads ", attrToString(c.attrs.ints("pads")), " must be smaller than the (dilated) kernel");
+    int64_t o = windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], sp.pads[u + size_t(nd)],
+                            ceilMode);
+    c.check(o >= 1, "kernel ", k[u], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i, " of x (",
+            xs[2 + i], ") plus padding");
+    out.push_back(o);
+  }
+  return Shape(out);
+}
+
+// Calls f(i0, i1, i2) for the in-range taps of the window at (o0, o1, o2).
+template <class F>
+inline void forWindow(const Geom& g, int64_t o0, int64_t o1, int64_t o2, F&& f) {
+  for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+    int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+    if(i0 < 0 || i0 >= g.img[0]) continue;
+    for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+      if(i1 < 0 || i1 >= g.img[1]) continue;
+      for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        int64_t i2 = o2 * g.s[2] + k2 * g.d[2] - g.pb[2];
+        if(i2 < 0 || i2 >= g.img[2]) continue;
+        f(i0, i1, i2);
+      }
+    }
+  }
+}
+
+// Runs f(plane, o0, o1, o2, outFlat) over every output element, planes in parallel.
+template <class F>
+void forOutputs(const PoolGeom& p, F&& f) {
+  const Geom& g = p.g;
+  host::parallelFor(p.planes, p.planes * g.posSize * g.kSize, [&](int64_t b, int64_t e) {
+    for(int64_t pl = b; pl < e; ++pl) {
+      int64_t o = pl * g.posSize;
+      for(int64_t o0 = 0; o0 < g.pos[0]; ++o0)
+        for(int64_t o1 = 0; o1 < g.pos[1]; ++o1)
+          for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, ++o) f(pl, o0, o1, o2, o);
+    }
+  });
+}
+
+template <class T>
+bool greaterOrNan(T v, T best) {
+  if constexpr(std::is_floating_point<T>::value) return v > best || (std::isnan(v) && !std::isnan(best));
+  else return v > best;
+}
+
+// Max of each window and/or the flat index of its (first) maximum.
+template <class T>
+void maxPoolKernel(const TensorBase& xt, TensorBase* yt, TensorBase* it, const PoolGeom& p, int storageOrder) {
+  using C = typename ComputeOf<T>::type;
+  const Geom& g = p.g;
+  const T* x = xt.data<T>();
+  T* y = yt ? yt->data<T>() : nullptr;
+  int64_t* ind = it ? it->data<int64_t>() : nullptr;
+  forOutputs(p, [&](int64_t pl, int64_t o0, int64_t o1, int64_t o2, int64_t o) {
+    const T* xp = x + pl * g.imgSize;
+    C best = std::numeric_limits<C>::lowest();
+    if constexpr(std::is_floating_point<C>::value) best = -std::numeric_limits<C>::infinity();
+    int64_t bi = -1, b0 = 0, b1 = 0, b2 = 0;
+    forWindow(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+      int64_t idx = (i0 * g.img[1] + i1) * g.img[2] + i2;
+      C v = host::load(xp, idx);
+      if(bi < 0 || greaterOrNan(v, best)) {
+        best = v;
+        bi = idx;
+        b0 = i0;
+        b1 = i1;
+        b2 = i2;
+      }
+    });
+    if(y) host::store(y, o, best);
+    if(ind) {
+      int64_t local = storageOrder == 0 ? bi : b0 + (b1 + b2 * g.img[1]) * g.img[0];
+      ind[o] = bi < 0 ? -1 : pl * g.imgSize + local;
+    }
+  });
+}
+
+// Divisor of each window position along one of the 3 axes.
+std::vector<int64_t> axisCounts(const Geom& g, int a, bool includePad) {
+  std::vector<int64_t> cnt(size_t(g.pos[a]));
+  const int64_t lo = includePad ? -g.pb[a] : 0, hi = includePad ? g.img[a] + g.pe[a] : g.img[a];
+  for(int64_t o = 0; o < g.pos[a]; ++o) {
+    int64_t n = 0;
+    for(int64_t k = 0; k < g.k[a]; ++k) {
+      int64_t i = o * g.s[a] + k * g.d[a] - g.pb[a];
+      n += i >= lo && i < hi;
+    }
+    cnt[size_t(o)] = n;
+  }
+  return cnt;
+}
+
+struct Divisors {
+  std::vector<int64_t> c[3];
+  Divisors(const Geom& g, bool includePad) {
+    for(int a = 0; a < 3; ++a) c[a] = axisCounts(g, a, includePad);
+  }
+  double at(int64_t o0, int64_t o1, int64_t o2) const {
+    return double(c[0][size_t(o0)] * c[1][size_t(o1)] * c[2][size_t(o2)]);
+  }
+};
+
+template <class T>
+void avgPoolKernel(KernelCtx& c) {
+  const TensorBase& xt = *c.in[0];
+  PoolGeom p = poolGeom(c.attrs, xt.shape(), c.out.shape());
+  Divisors div(p.g, c.attrs.i("count_include_pad") != 0);
+  const T* x = xt.data<T>();
+  T* y = c.out.data<T>();
+  const Geom& g = p.g;
+  forOutputs(p, [&](int64_t pl, int64_t o0, int64_t o1, int64_t o2, int64_t o) {
+    const T* xp = x + pl * g.imgSize;
+    double s = 0;
+    forWindow(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+      s += double(host::load(xp, (i0 * g.img[1] + i1) * g.img[2] + i2));
+    });
+    double d = div.at(o0, o1, o2);
+    host::store(y, o, d > 0 ? s / d : 0.0);
+  });
+}
+
+template <class T>
+void avgPoolGradKernel(KernelCtx& c) {
+  const TensorBase& dyt = *c.in[0];
+  PoolGeom p = poolGeom(c.attrs, c.out.shape(), dyt.shape());
+  Divisors div(p.g, c.attrs.i("count_include_pad") != 0);
+  const T* dy = dyt.data<T>();
+  T* dx = c.out.data<T>();
+  const Geom& g = p.g;
+  std::fill(dx, dx + c.out.size(), T());
+  // Planes are independent, so the += stays within one thread.
+  forOutputs(p, [&](int64_t pl, int64_t o0, int64_t o1, int64_t o2, int64_t o) {
+    T* xp = dx + pl * g.imgSize;
+    double d = div.at(o0, o1, o2);
+    if(d <= 0) return;
+    auto v = host::load(dy, o) / static_cast<typename ComputeOf<T>::type>(d);
+    forWindow(g, o0, o1, o2, [&](int64_t i0, int64_t i1, int64_t i2) {
+      int64_t idx = (i0 * g.img[1] + i1) * g.img[2] + i2;
+      host::store(xp, idx, host::load(xp, idx) + v);
+    });
+  });
+}
+
+AttrList poolAttrs(const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  return {{"kernel_shape", attr(kernel)},
+          {"strides", attr(o.strides)},
+          {"pads", attr(o.pads)},
+          {"dilations", attr(o.dilations)},
+          {"ceil_mode", attr(o.ceilMode)}};
+}
+
+}  // namespace
+
+// Reads the attributes shared by the ONNX pools into kernel and options.
+std::vector<int64_t> importPool(OnnxImportCtx& c, Expr x, PoolOptions& o) {
+  checkSpatialInput(c, x);
+  const int nd = x->shape().rank() - 2;
+  std::vector<int64_t> k = c.attrInts("kernel_shape", {});
+  c.check(k.size() == size_t(nd), "kernel_shape must have ", nd, " entries (one per spatial dim), got ", k.size());
+  o.strides = importList(c, "strides", nd, 1);
+  o.dilations = importList(c, "dilations", nd, 1);
+  o.ceilMode = c.attrInt("ceil_mode", 0) != 0;
+  o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
+  return k;
+}
+
+namespace {
+
+// MaxPool (max_pool; max_pool_indices as its second output) or AveragePool.
+// Lists holding ONNX's defaults are left out. ceil_mode is written only where
+// it changes the output size (where the last window would start in the end
+// padding, the importer's rule gives the floor size); before opset 10 its
+// overhang becomes end padding, which no max and no mean without
+// count_include_pad counts. Types: float16/float/double, int8/uint8 in MaxPool
+// from opset 12, bfloat16 from 22; a max is exact in float (bfloat16) or
+// double (integers up to 32 bits), and the mean of bfloat16 runs in double
+// as its kernel does, rounding once in the Cast back.
+void exportPool(OnnxExportCtx& c, bool avg, bool indices) {
+  const char* opType = avg ? "AveragePool" : "MaxPool";
+  const int opset = c.opset();
+  const Attrs a = c.attrs();
+  const Shape& xs = c.inputShape(0);
+  const Shape& ys = c.node().shape();
+  const int nd = xs.rank() - 2;
+  const std::vector<int64_t> k = kernelOf(a);
+  host::Spatial sp = spatialOf(a, nd);
+  // count_include_pad counts the padding only (never the ceil_mode overhang).
+  const bool countPad = avg && a.i("count_include_pad") != 0 && !allEqual(sp.pads, 0);
+  bool ceil = false;
+  std::vector<int64_t> overhang(size_t(nd), 0);
+  for(int i = 0; i < nd && a.i("ceil_mode") != 0; ++i) {
+    size_t u = size_t(i);
+    int64_t eff = (k[u] - 1) * sp.dilations[u] + 1, pe = sp.pads[u + size_t(nd)];
+    int64_t span = xs[2 + i] + sp.pads[u] + pe - eff;
+    if(windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], pe, false) == ys[2 + i]) continue;
+    ceil = true;
+    overhang[u] = (ys[2 + i] - 1) * sp.strides[u] - span;
+  }
+  if(ceil && opset < 10) {
+    if(countPad) c.requireOpset(10, "ceil_mode with count_include_pad");
+    for(int i = 0; i < nd; ++i) {
+      size_t u = size_t(i), e = u + size_t(nd);
+      sp.pads[e] += overhang[u];
+      if(sp.pads[e] >= (k[u] - 1) * sp.dilations[u] + 1)
+        c.requireOpset(10, "ceil_mode here (end padding in its place would reach the kernel size)");
+    }
+    ceil = false;
+  }
+  OnnxAttrs at;
+  at.emplace_back("kernel_shape", attr(k));
+  addList(at, "strides", sp.strides, 1);
+  addList(at, "pads", sp.pads, 0);
+  if(!allEqual(sp.dilations, 1)) {
+    const int need = avg ? 19 : 10;
+    c.requireOpset(need, str(opType, " with dilations"));
+    at.emplace_back("dilations", attr(sp.dilations));
+  }
+  if(ceil) at.emplace_back("ceil_mode", int64_t(1));
+  if(countPad) {
+    c.requireOpset(7, "AveragePool's count_include_pad");
+    at.emplace_back("count_include_pad", int64_t(1));
+  }
+  if(indices && a.i("storage_order") != 0) at.emplace_back("storage_order", int64_t(1));
+  const Type t = c.inputType(0);
+  Type via = Type::undefined;
+  if(t == Type::bfloat16) {
+    if(opset < 22) via = avg ? Type::float64 : Type::float32;
+  } else if(!avg && (t == Type::int8 || t == Type::uint8)) {
+    if(opset < 12) via = Type::float64;
+  } else if(!isFloat(t)) {
+    c.check(!avg && isInt(t) && typeBits(t) <= 32, opType, " has no exact form for element type ", t);
+    via = Type::float64;
+  }
+  emitVia(c, opType, c.inputs(), via, at, indices);
+}
+
+}  // namespace
+
+ONYX_OP(kMaxPoolIndices, "max_pool_indices");
+ONYX_OP(kAvgPoolGrad, "average_pool_grad");
+
+ONYX_OP(kMaxPool, "max_pool")
+    .doc("y[n, c, o..] = max over the window x[n, c, o*s + k*d - pad_begin] (padding ignored)")
+    .inputs(1)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      c.shape = pooledShape(c, c.shapeOf(0));
+    })
+    .cpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      dispatchNumeric(c.out.type(), "max_pool", [&](auto tag) {
+        maxPoolKernel<typename decltype(tag)::type>(*c.in[0], &c.out, nullptr, p, 0);
+      });
+    })
+    // dx = dy scattered to each window's first maximum.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0);
+      AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"});
+      Expr idx = g.graph.make(kMaxPoolIndices, {x}, l);
+      Expr flat = scatter_add(reshape(g.dy, std::vector<int64_t>{-1}), 0, reshape(idx, std::vector<int64_t>{-1}), x->shape().elements());
+      g.add(0, reshape(flat, x->shape()));
+    })
+    // One rule for every opset: attributes absent in older opsets take their
+    // defaults; int8/uint8 (opset 12) go through the integer kernel.
+    .onnx("MaxPool", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0);
+      PoolOptions o;
+      std::vector<int64_t> k = importPool(c, x, o);
+      int storage = int(c.attrInt("storage_order", 0));
+      c.check(storage == 0 || storage == 1, "storage_order must be 0 or 1, got ", storage);
+      c.setOutput(0, max_pool(x, k, o));
+      if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, max_pool_indices(x, k, o, storage));
+    })
+    .exporter([](OnnxExportCtx& c) { exportPool(c, false, false); });
+
+Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  return x->graph()->make(kMaxPool, {x}, poolAttrs(kernel, o));
+}
+
+[[maybe_unused]] static OpDef& kMaxPoolIndicesDef = kMaxPoolIndices
+    .doc("i[n, c, o..] = flat index (over all of x) of the first maximum of max_pool's window; storage_order 1 "
+         "numbers the spatial dims column-major")
+    .inputs(1)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .attr("storage_order", int64_t(0))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      c.shape = pooledShape(c, c.shapeOf(0));
+      c.type = Type::int64;
+      int64_t so = c.attrs.i("storage_order");
+      c.check(so == 0 || so == 1, "storage_order must be 0 or 1, got ", so);
+    })
+    .cpu([](KernelCtx& c) {
+      PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      int so = int(c.attrs.i("storage_order"));
+      dispatchNumeric(c.in[0]->type(), "max_pool_indices", [&](auto tag) {
+        maxPoolKernel<typename decltype(tag)::type>(*c.in[0], nullptr, &c.out, p, so);
+      });
+    })
+    .notDifferentiable("integer positions; max_pool's gradient uses them")
+    .noOnnx("no ONNX op of its own: MaxPool's second output (Indices)")
+    .onnxExport(8, [](OnnxExportCtx& c) { exportPool(c, false, true); });
+
+Expr max_pool_indices(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o, int storageOrder) {
+  AttrList l = poolAttrs(kernel, o);
+  l.emplace_back("storage_order", attr(storageOrder));
+  return x->graph()->make(kMaxPoolIndices, {x}, l);
+}
+
+ONYX_OP(kAvgPool, "average_pool")
+    .doc("y[n, c, o..] = mean over the window x[n, c, o*s + k*d - pad_begin]; the divisor counts positions inside "
+         "x, or also padding with count_include_pad (never the ceil_mode overhang)")
+    .inputs(1)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .attr("count_include_pad", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      c.type = c.typeOf(0);
+      c.shape = pooledShape(c, c.shapeOf(0));
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "average_pool", [&](auto tag) { avgPoolKernel<typename decltype(tag)::type>(c); });
+    })
+    .backward([](GradCtx& g) {
+      AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"});
+      l.emplace_back("input_shape", attr(g.x(0)->shape().vec()));
+      g.add(0, g.graph.make(kAvgPoolGrad, {g.dy}, l));
+    })
+    .onnx("AveragePool", 1)
+    .importer([](OnnxImportCtx& c) {
+      Expr x = c.input(0);
+      PoolOptions o;
+      std::vector<int64_t> k = importPool(c, x, o);
+      o.countIncludePad = c.attrInt("count_include_pad", 0) != 0;
+      c.setOutput(0, average_pool(x, k, o));
+    })
+    .exporter([](OnnxExportCtx& c) { exportPool(c, true, false); });
+
+Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  AttrList l = poolAttrs(kernel, o);
+  l.emplace_back("count_include_pad", attr(o.countIncludePad));
+  return x->graph()->make(kAvgPool, {x}, l);
+}
+
+[[maybe_unused]] static OpDef& kAvgPoolGradDef = kAvgPoolGrad
+    .doc("dx = average_pool's adjoint: each dy[n, c, o..] / divisor added over its window of x (shape input_shape)")
+    .inputs(1)
+    .attr("input_shape", IntList{})
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .attr("count_include_pad", int64_t(0))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      const IntList& is = c.attrs.ints("input_shape");
+      Shape xs(Shape::Dims(is.begin(), is.end()));
+      Shape pooled = pooledShape(c, xs);
+      c.check(pooled == c.shapeOf(0), "dy of shape ", c.shapeOf(0), " is not the pooled shape ", pooled, " of ", xs);
+      c.shape = xs;
+      c.type = c.typeOf(0);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "average_pool_grad",
+                    [&](auto tag) { avgPoolGradKernel<typename decltype(tag)::type>(c); });
+    })
+    // Linear: the adjoint of the adjoint is average_pool itself.
+    .backward([](GradCtx& g) {
+      g.add(0, g.graph.make(kAvgPool, {g.dy},
+                            pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode",
+                                           "count_include_pad"})));
+    })
+    .noOnnx("internal: gradient of average_pool");
+
+Expr average_pool_grad(Expr dy, const Shape& inputShape, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  AttrList l = poolAttrs(kernel, o);
+  l.emplace_back("count_include_pad", attr(o.countIncludePad));
+  l.emplace_back("input_shape", attr(inputShape.vec()));
+  return dy->graph()->make(kAvgPoolGrad, {dy}, l);
+}
+
+// ---------------------------------------------------------------- composite pools
+
+// As ONNX's reference: kernel size * mean of |x|^p with the padding counted
+// (so padding adds 0), then the p-th root.
+Expr lp_pool(Expr x, double p, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  PoolOptions a = o;
+  a.countIncludePad = true;
+  double n = 1;
+  for(auto k : kernel) n *= double(k);
+  Expr ax = abs(x);
+  Expr powered = p == 2 ? ax * ax : p == 1 ? ax : pow(ax, p);
+  Expr s = average_pool(powered, kernel, a) * n;
+  return p == 1 ? s : p == 2 ? sqrt(s) : pow(s, 1.0 / p);
+}
+
+namespace {
+std::vector<int> spatialAxes(Expr x) {
+  std::vector<int> axes;
+  for(int i = 2; i < x->shape().rank(); ++i) axes.push_back(i);
+  return axes;
+}
+}  // namespace
+
+Expr global_average_pool(Expr x) { return mean(x, spatialAxes(x), true); }
+Expr global_max_pool(Expr x) { return max(x, spatialAxes(x), true); }
+Expr global_lp_pool(Expr x, double p) {
+  if(p == 2) return l2_norm(x, spatialAxes(x), true);
+  Expr ax = abs(x);
+  Expr s = sum(p == 1 ? ax : pow(ax, p), spatialAxes(x), true);
+  return p == 1 ? s : pow(s, 1.0 / p);
+}
+
+// Zeros with y.flat[indices[i]] = x[i]; a repeated index keeps the last
+// value, as ONNX's reference does (ScatterElements, so it exports too).
+Expr max_unpool(Expr x, Expr indices, const Shape& outputShape) {
+  Expr zero = x->graph()->constant(Shape{1}, inits::zeros(), x->value_type());
+  Expr zeros = expand(zero, Shape{outputShape.elements()});
+  Expr flat = scatter_elements(zeros, 0, reshape(indices, std::vector<int64_t>{-1}),
+                               reshape(x, std::vector<int64_t>{-1}), "none");
+  return reshape(flat, outputShape);
+}
+
+}  // namespace onyx

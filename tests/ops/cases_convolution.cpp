@@ -1,0 +1,164 @@
+// Harness cases for src/ops/convolution.cpp. References are direct loops over
+// output positions and kernel taps in doubles (no im2col, no GEMM).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include <onyx/ops/convolution.h>
+
+#include "ops/harness.h"
+#include "ops/window_refs.h"
+
+namespace onyx {
+namespace test {
+namespace {
+
+using Xs = const std::vector<Expr>&;
+using Rs = const std::vector<Ref>&;
+
+// Spatial output size of conv.
+V convOut(const V& in, const V& k, const Geo& g) {
+  size_t nd = in.size();
+  V out;
+  for(size_t i = 0; i < nd; ++i) {
+    int64_t span = in[i] + at(g.pads, i, 0) + at(g.pads, nd + i, 0) - (k[i] - 1) * at(g.dilations, i, 1) - 1;
+    out.push_back(span / at(g.strides, i, 1) + 1);
+  }
+  return out;
+}
+
+Ref refConv(const Ref& x, const Ref& w, const Ref* b, const Geo& g) {
+  const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], Cg = w.shape[1];
+  V in(x.shape.begin() + 2, x.shape.end()), k(w.shape.begin() + 2, w.shape.end());
+  V out = convOut(in, k, g);
+  const int64_t Mg = M / g.group;
+  Ref y = refOfShape(cat({N, M}, out));
+  V p;
+  for(int64_t n = 0; n < N; ++n)
+    for(int64_t m = 0; m < M; ++m)
+      forEachIndex(out, [&](const V& o) {
+        double acc = b ? (*b)[m] : 0.0;
+        int64_t grp = m / Mg;
+        for(int64_t c = 0; c < Cg; ++c)
+          forEachIndex(k, [&](const V& kk) {
+            if(!tapPos(o, kk, in, g, p)) return;
+            acc += w[flatAt(w.shape, cat({m, c}, kk))] * x[flatAt(x.shape, cat({n, grp * Cg + c}, p))];
+          });
+        y[flatAt(y.shape, cat({n, m}, o))] = acc;
+      });
+  (void)C;
+  return y;
+}
+
+Ref refConvTranspose(const Ref& x, const Ref& w, const Ref* b, const Geo& g) {
+  const int64_t N = x.shape[0], C = x.shape[1], Mg = w.shape[1], M = Mg * g.group, Cg = C / g.group;
+  V in(x.shape.begin() + 2, x.shape.end()), k(w.shape.begin() + 2, w.shape.end());
+  size_t nd = in.size();
+  V out;
+  for(size_t i = 0; i < nd; ++i)
+    out.push_back(at(g.strides, i, 1) * (in[i] - 1) + at(g.outputPadding, i, 0) + (k[i] - 1) * at(g.dilations, i, 1) +
+                  1 - at(g.pads, i, 0) - at(g.pads, nd + i, 0));
+  Ref y = refOfShape(cat({N, M}, out));
+  V p;
+  for(int64_t n = 0; n < N; ++n)
+    for(int64_t c = 0; c < C; ++c) {
+      int64_t grp = c / Cg;
+      forEachIndex(in, [&](const V& i) {
+        double xv = x[flatAt(x.shape, cat({n, c}, i))];
+        for(int64_t m = 0; m < Mg; ++m)
+          forEachIndex(k, [&](const V& kk) {
+            if(!tapPos(i, kk, out, g, p)) return;
+            y[flatAt(y.shape, cat({n, grp * Mg + m}, p))] += xv * w[flatAt(w.shape, cat({c, m}, kk))];
+          });
+      });
+    }
+  if(b)
+    for(int64_t i = 0; i < y.size(); ++i) {
+      int64_t per = y.size() / (N * M);
+      y[i] += (*b)[(i / per) % M];
+    }
+  return y;
+}
+
+Ref refConvGradWeight(const Ref& x, const Ref& dy, const V& k, const Geo& g) {
+  const int64_t N = x.shape[0], C = x.shape[1], M = dy.shape[1], Cg = C / g.group, Mg = M / g.group;
+  V in(x.shape.begin() + 2, x.shape.end()), out(dy.shape.begin() + 2, dy.shape.end());
+  Ref dw = refOfShape(cat({M, Cg}, k));
+  V p;
+  for(int64_t m = 0; m < M; ++m)
+    for(int64_t c = 0; c < Cg; ++c)
+      forEachIndex(k, [&](const V& kk) {
+        double acc = 0;
+        for(int64_t n = 0; n < N; ++n)
+          forEachIndex(out, [&](const V& o) {
+            if(!tapPos(o, kk, in, g, p)) return;
+            acc += dy[flatAt(dy.shape, cat({n, m}, o))] * x[flatAt(x.shape, cat({n, (m / Mg) * Cg + c}, p))];
+          });
+        dw[flatAt(dw.shape, cat({m, c}, kk))] = acc;
+      });
+  return dw;
+}
+
+ConvOptions opts(const Geo& g) {
+  ConvOptions o;
+  o.strides = g.strides;
+  o.dilations = g.dilations;
+  o.pads = g.pads;
+  o.group = g.group;
+  o.outputPadding = g.outputPadding;
+  return o;
+}
+
+// ------------------------------------------------------------------ conv
+
+void convCase(const char* name, V xs, V ws, bool bias, Geo g, bool gradcheck = true) {
+  std::vector<InputSpec> ins{in(xs), in(ws)};
+  if(bias) ins.push_back(in({ws[0]}));
+  OpCase c{"conv", name, ins,
+           [g, bias](Xs x) { return conv(x[0], x[1], bias ? x[2] : Expr(), opts(g)); },
+           [g, bias](Rs r) { return refConv(r[0], r[1], bias ? &r[2] : nullptr, g); }};
+  c.gradcheck = gradcheck;
+  cases().push_back(c);
+}
+
+void convTransposeCase(const char* name, V xs, V ws, bool bias, Geo g) {
+  std::vector<InputSpec> ins{in(xs), in(ws)};
+  if(bias) ins.push_back(in({ws[1] * g.group}));
+  cases().push_back(OpCase{"conv_transpose", name, ins,
+                           [g, bias](Xs x) { return conv_transpose(x[0], x[1], bias ? x[2] : Expr(), opts(g)); },
+                           [g, bias](Rs r) { return refConvTranspose(r[0], r[1], bias ? &r[2] : nullptr, g); }});
+}
+
+void convGradWeightCase(const char* name, V xs, V dys, V k, Geo g) {
+  cases().push_back(OpCase{"conv_grad_weight", name, {in(xs), in(dys)},
+                           [g, k](Xs x) { return conv_grad_weight(x[0], x[1], k, opts(g)); },
+                           [g, k](Rs r) { return refConvGradWeight(r[0], r[1], k, g); }});
+}
+
+// ------------------------------------------------------------------ cases
+
+[[maybe_unused]] const bool registered = [] {
+  convCase("2d_pad1_bias", {2, 2, 4, 5}, {3, 2, 3, 3}, true, {{}, {}, {1, 1, 1, 1}, 1, {}});
+  convCase("2d_stride_dilation_asym_pads_group2", {1, 4, 6, 5}, {4, 2, 2, 3}, true,
+           {{2, 1}, {1, 2}, {1, 0, 0, 2}, 2, {}});
+  convCase("1d_stride2", {2, 3, 7}, {2, 3, 3}, false, {{2}, {}, {1, 1}, 1, {}});
+  convCase("3d_pads", {1, 2, 3, 4, 3}, {2, 2, 2, 2, 2}, true, {{}, {}, {1, 0, 1, 0, 1, 0}, 1, {}});
+  convCase("1x1_direct", {2, 3, 3, 4}, {4, 3, 1, 1}, true, {});
+  convCase("depthwise_stride2", {1, 3, 5, 5}, {3, 1, 3, 3}, false, {{2, 2}, {}, {1, 1, 1, 1}, 3, {}});
+  convCase("batch8_forward", {8, 3, 9, 9}, {5, 3, 3, 3}, true, {{1, 2}, {}, {1, 1, 0, 0}, 1, {}}, false);
+
+  convTransposeCase("2d_bias", {1, 2, 3, 3}, {2, 3, 3, 3}, true, {});
+  convTransposeCase("2d_stride_pads_outpad_dilation_group2", {2, 4, 3, 2}, {4, 1, 2, 2}, true,
+                    {{2, 2}, {1, 2}, {1, 0, 0, 1}, 2, {1, 0}});
+  convTransposeCase("1d_stride3_negative_end_pad", {1, 1, 3}, {1, 2, 3}, false, {{3}, {}, {0, -1}, 1, {}});
+  convTransposeCase("3d", {1, 2, 2, 3, 2}, {2, 1, 2, 2, 2}, false, {{1, 2, 1}, {}, {}, 1, {}});
+  convTransposeCase("1x1_direct", {2, 3, 2, 3}, {3, 2, 1, 1}, true, {});
+
+  convGradWeightCase("2d_stride_pad", {2, 2, 5, 4}, {2, 3, 3, 2}, {2, 2}, {{2, 2}, {}, {1, 0, 0, 0}, 1, {}});
+  convGradWeightCase("2d_group2_dilation", {1, 4, 5, 5}, {1, 2, 3, 1}, {2, 3}, {{}, {1, 2}, {}, 2, {}});
+  return true;
+}();
+
+}  // namespace
+}  // namespace test
+}  // namespace onyx
