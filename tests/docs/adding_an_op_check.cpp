@@ -31,7 +31,7 @@ int main() {
   graph->reserveWorkspaceMB(8);
   auto x = graph->param("x", {1, 4}, inits::fromVector(xs), Type::float64);
   auto y = quick_gelu(x);
-  auto loss = sum(y);
+  sum(y);  // the loss backward() starts from: the last node built
   graph->forward();
   graph->backward();
   for(size_t i = 0; i < xs.size(); ++i) {
