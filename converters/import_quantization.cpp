@@ -30,13 +30,7 @@ ONYX_ONNX_IMPORT(kConvIntegerImport, "ConvInteger", 10).importer([](OnnxImportCt
     }
     W = W - z;
   }
-  ConvOptions o;
-  std::vector<int64_t> k = importKernelFromW(c, W);
-  o.strides = importList(c, "strides", nd, 1);
-  o.dilations = importList(c, "dilations", nd, 1);
-  o.group = c.attrInt("group", 1);
-  o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
-  c.setOutput(0, conv(x, W, nullptr, o));
+  c.setOutput(0, conv(x, W, nullptr, importConvOptions(c, x, W)));
 });
 
 namespace {

@@ -330,6 +330,17 @@ std::vector<int64_t> importKernelFromW(OnnxImportCtx& c, Expr W) {
   return k;
 }
 
+ConvOptions importConvOptions(OnnxImportCtx& c, Expr x, Expr W) {
+  int nd = x->shape().rank() - 2;
+  ConvOptions o;
+  std::vector<int64_t> k = importKernelFromW(c, W);
+  o.strides = importList(c, "strides", nd, 1);
+  o.dilations = importList(c, "dilations", nd, 1);
+  o.group = c.attrInt("group", 1);
+  o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
+  return o;
+}
+
 Expr optionalInput(OnnxImportCtx& c, size_t i) {
   return (c.numInputs() > i && c.hasInput(i)) ? c.input(i) : Expr();
 }
@@ -445,14 +456,7 @@ ONYX_OP(kConv, "conv")
     .importer([](OnnxImportCtx& c) {
       Expr x = c.input(0), W = c.input(1), b = optionalInput(c, 2);
       checkSpatialInput(c, x);
-      int nd = x->shape().rank() - 2;
-      ConvOptions o;
-      std::vector<int64_t> k = importKernelFromW(c, W);
-      o.strides = importList(c, "strides", nd, 1);
-      o.dilations = importList(c, "dilations", nd, 1);
-      o.group = c.attrInt("group", 1);
-      o.pads = importPads(c, x->shape(), k, o.strides, o.dilations);
-      c.setOutput(0, conv(x, W, b, o));
+      c.setOutput(0, conv(x, W, b, importConvOptions(c, x, W)));
     })
     .exporter([](OnnxExportCtx& c) { exportConv(c, false); });
 

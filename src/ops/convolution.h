@@ -50,6 +50,9 @@ std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::ve
 std::vector<int64_t> importList(OnnxImportCtx& c, const char* name, int nd, int64_t def);
 // Kernel shape from W, checked against the optional kernel_shape attribute.
 std::vector<int64_t> importKernelFromW(OnnxImportCtx& c, Expr W);
+// An ONNX Conv-style node's options (strides, dilations, group, pads from
+// auto_pad or pads) for x and W: Conv's and ConvInteger's import.
+ConvOptions importConvOptions(OnnxImportCtx& c, Expr x, Expr W);
 // Input i, or a null Expr when the node leaves the optional input out.
 Expr optionalInput(OnnxImportCtx& c, size_t i);
 // Fails unless x is [N, C, spatial..] with 1 to 3 spatial dims.
