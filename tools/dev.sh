@@ -9,7 +9,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 deps() {
-  local pkgs="build-essential cmake ccache libopenblas-dev libomp-dev zlib1g-dev libgtest-dev libgmock-dev \
+  local pkgs="build-essential cmake ccache libopenblas-openmp-dev libdnnl-dev libsleef-dev libomp-dev zlib1g-dev libgtest-dev libgmock-dev \
 libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata graphviz python3 python3-pip"
   local missing=""
   for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

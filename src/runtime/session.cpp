@@ -1,5 +1,7 @@
 #include <onyx/runtime/session.h>
 
+#include <cstdio>
+
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/graph/expression_graph.h>
 
@@ -14,6 +16,13 @@ struct Session::Cached {
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options) {
   ONYX_CHECK(model_ != nullptr, "Session: null model");
+  static const bool warned = [] {
+    if(!host::blasIsOpenMP())
+      std::fprintf(stderr, "onyx: warning: the OpenBLAS loaded is not its OpenMP build; BLAS runs a second thread "
+                           "pool beside OpenMP's (install libopenblas-openmp-dev)\n");
+    return true;
+  }();
+  (void)warned;
 }
 Session::~Session() = default;
 

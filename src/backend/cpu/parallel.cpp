@@ -11,9 +11,14 @@ int gThreads = 0;  // 0: OpenMP's default
 
 void setNumThreads(int n) {
   gThreads = n > 0 ? n : 0;
-  // OpenBLAS (Debian's pthread build) keeps its own pool: without this it
-  // would run its threads beside ours and oversubscribe the cores.
-  if(n > 0) openblas_set_num_threads(n);
+  if(n > 0) {
+#ifdef _OPENMP
+    // BLAS (OpenBLAS's OpenMP build) and oneDNN size their parallel regions
+    // from OpenMP's default; our kernels pass num_threads explicitly.
+    omp_set_num_threads(n);
+#endif
+    openblas_set_num_threads(n);
+  }
 }
 
 int numThreads() {
@@ -22,6 +27,12 @@ int numThreads() {
 #else
   return 1;
 #endif
+}
+
+bool blasIsOpenMP() {
+  // OPENBLAS_OPENMP (2) when the loaded libopenblas is the OpenMP build; the
+  // pthreads build (1) would spin its own pool beside libgomp's.
+  return openblas_get_parallel() == 2;
 }
 
 }  // namespace host

@@ -13,8 +13,12 @@ namespace host {
 constexpr int64_t kParallelGrain = 1 << 15;
 
 // Number of threads kernels use (default: OpenMP's, i.e. all cores).
+// One pool: every parallel region of Onyx, BLAS's and oneDNN's included, runs
+// on libgomp's, so this sets all of them.
 void setNumThreads(int n);
 int numThreads();
+// True when the OpenBLAS loaded is its OpenMP build (one pool, not two).
+bool blasIsOpenMP();
 
 // Calls fn(begin, end) over [0, n) in contiguous blocks, in parallel when
 // `work` (elements touched) is large.
