@@ -361,7 +361,7 @@ def main(argv=None):
                  "statistics from random batches, folded into the convolutions; static shapes, one file per batch):")
         for name in models:
             L.append(f"  - {name}: {bench_models.DESCRIPTION[name]}; "
-                     f"{models[name]['flops'] / models[name]['batch'] / 1e9:.2f} GFLOP per sample")
+                     f"{models[name]['flops'] / models[name]['batch'] / 1e9:.3g} GFLOP per sample")
         L.append("- GFLOP/s: 2 FLOP per multiply-add of Conv, ConvTranspose, Gemm, MatMul and the LSTM's gate GEMMs "
                  "(counted from the ONNX graph by `tools/bench_models.py`; element-wise ops, normalisation, "
                  "softmax, pooling and resizing not counted) over the median latency; % peak: of the FMA peak "
