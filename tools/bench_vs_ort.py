@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 # ~180 GFLOP a run), so their processes stop after TIME_LIMIT seconds of
 # timed runs; the toy models keep the fixed counts they always had.
 DEFAULTS = {
-    "real": dict(rounds=3, iters=30, min_iters=3, time_limit=1.5, warmup=1),
+    "real": dict(rounds=3, iters=100, min_iters=3, time_limit=1.0, warmup=1),
     "toy": dict(rounds=5, iters=20, min_iters=20, time_limit=0.0, warmup=3),
 }
 
@@ -244,10 +244,10 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, nargs="*", help="batch sizes (default: each model's, 1 and 8, the MLP 64)")
     ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     ap.add_argument("--rounds", type=int, help="alternating rounds per configuration (real 3, toy 5)")
-    ap.add_argument("--iters", type=int, help="timed runs per process, at most (real 30, toy 20)")
+    ap.add_argument("--iters", type=int, help="timed runs per process, at most (real 100, toy 20)")
     ap.add_argument("--min-iters", type=int, help="timed runs per process, at least (real 3)")
     ap.add_argument("--time-limit", type=float,
-                    help="seconds of timed runs after which a process stops (real 1.5, toy 0: none)")
+                    help="seconds of timed runs after which a process stops (real 1, toy 0: none)")
     ap.add_argument("--warmup", type=int, help="untimed runs per process after the first (real 1, toy 3)")
     ap.add_argument("--cache", default=os.path.join(REPO, "build", "bench_models"),
                     help="folder of the exported real models (tools/bench_models.py)")
