@@ -328,7 +328,8 @@ def main(argv=None):
     L.append("### Set-up\n")
     L.append(f"- Command: `{cmd}`")
     L.append(f"- Date: {started:%Y-%m-%d %H:%M}; the run took {(time.time() - t_start) / 60:.1f} minutes")
-    L.append(f"- CPU: {cpu.get('Model name', platform.processor() or 'unknown')}, "
+    L.append(f"- CPU: {cpu.get('Model name', platform.processor() or 'unknown')} "
+             f"(family {cpu.get('CPU family', '?')}, model {cpu.get('Model', '?')}), "
              f"{cpu.get('CPU(s)', os.cpu_count())} logical CPUs "
              f"({cpu.get('Core(s) per socket', '?')} cores per socket, {cpu.get('Thread(s) per core', '?')} "
              f"threads per core, {cpu.get('Socket(s)', '?')} socket(s)); "
