@@ -18,9 +18,10 @@ For each model, batch size and thread count, the two engines run in
 alternation (ROUNDS rounds; in each, one fresh Onyx process and one fresh
 onnxruntime process, the order swapped every round), on the same .npy
 inputs, so slow phases of a busy machine hit both. Each process makes a
-first run, WARMUP untimed runs, then timed runs until ITERS runs or
-TIME_LIMIT seconds of them (at least MIN_ITERS). Latencies of all rounds
-are pooled into median and p90.
+first run, WARMUP untimed runs (fewer when the first run and they pass
+TIME_LIMIT seconds), then timed runs until ITERS runs or TIME_LIMIT seconds
+of them (at least MIN_ITERS). Latencies of all rounds are pooled into
+median and p90.
 
 Also measured in the same run: the machine's float32 FMA peak on each thread
 count (fma-peak, at the start and at the end; the higher is used), and from
@@ -83,8 +84,13 @@ def ort_worker(args):
     t0 = time.perf_counter()
     sess.run(None, inputs)
     first_ms = (time.perf_counter() - t0) * 1e3
+    warm_ms = first_ms  # as onnx-bench: with a time limit, warm-ups stop at it, the first run counting
     for _ in range(args.warmup):
+        if args.time_limit > 0 and warm_ms >= args.time_limit * 1e3:
+            break
+        t0 = time.perf_counter()
         sess.run(None, inputs)
+        warm_ms += (time.perf_counter() - t0) * 1e3
     samples = []
     for i in range(args.iters):
         if args.time_limit > 0 and i >= args.min_iters and sum(samples) >= args.time_limit * 1e3:
@@ -351,7 +357,8 @@ def main(argv=None):
     limit = (f"then timed runs until {args.iters} or {args.time_limit:g} s of them (at least {args.min_iters})"
              if args.time_limit > 0 else f"then {args.iters} timed runs")
     L.append(f"- Per configuration: {args.rounds} alternating rounds (an Onyx process and an onnxruntime process, "
-             f"the order swapped every round), each process a first run, {args.warmup} warm-up runs, {limit}, "
+             f"the order swapped every round), each process a first run, {args.warmup} warm-up runs"
+             f"{f' (fewer once they and the first run pass {args.time_limit:g} s)' if args.time_limit > 0 else ''}, {limit}, "
              f"on the same inputs; median and p90 over the timed runs of all rounds (their count is in the table).")
     if real:
         import bench_models

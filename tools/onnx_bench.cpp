@@ -133,7 +133,9 @@ int main(int argc, char** argv) {
                  "a benchmark script gives every process the same time, so a slow model gets fewer runs")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--min-iters", minIters, "with --time-limit: timed runs made whatever the time")
+  app.add_option("--min-iters", minIters,
+                 "with --time-limit: timed runs made whatever the time (warm-up runs stop at the limit too, "
+                 "counting the first run)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed runs before the timed ones (after the first run)")
@@ -229,7 +231,14 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     runOnce();  // builds the graph for this input signature
     double firstMs = msSince(t0);
-    for(int i = 0; i < warmup; ++i) runOnce();
+    // With --time-limit, a model whose first run already took that long is
+    // warm after it: its warm-up runs would only add minutes to a benchmark.
+    double warmMs = firstMs;
+    for(int i = 0; i < warmup && (timeLimit <= 0 || warmMs < timeLimit * 1e3); ++i) {
+      t0 = Clock::now();
+      runOnce();
+      warmMs += msSince(t0);
+    }
     std::vector<double> lat;
     lat.reserve(static_cast<size_t>(iters));
     double timedMs = 0;
