@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
     // With --time-limit, a model whose first run already took that long is
     // warm after it: its warm-up runs would only add minutes to a benchmark.
     double warmMs = firstMs;
-    for(int i = 0; i < warmup && (timeLimit <= 0 || warmMs < timeLimit * 1e3); ++i) {
+    int warmed = 0;
+    for(; warmed < warmup && (timeLimit <= 0 || warmMs < timeLimit * 1e3); ++warmed) {
       t0 = Clock::now();
       runOnce();
       warmMs += msSince(t0);
@@ -289,7 +290,7 @@ int main(int argc, char** argv) {
       o << std::setprecision(6);
       o << "{\"model\": " << jsonString(modelPath) << ", \"mode\": \"" << (train ? "train" : "inference")
         << "\", \"device\": " << jsonString(device) << ", \"threads\": " << threads << ", \"iters\": " << lat.size()
-        << ", \"warmup\": " << warmup << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
+        << ", \"warmup\": " << warmed << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
         << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
@@ -304,7 +305,7 @@ int main(int argc, char** argv) {
                 << "threads:          " << threads << (threads == 0 ? " (default)" : "") << "\n"
                 << "load:             " << loadMs << " ms (Model::load)\n"
                 << "first run:        " << firstMs << " ms (includes building the graph)\n"
-                << "latency median:   " << med << " ms over " << lat.size() << " runs (" << warmup << " warm-up)\n"
+                << "latency median:   " << med << " ms over " << lat.size() << " runs (" << warmed << " warm-up)\n"
                 << "latency p90:      " << p90 << " ms (min " << mn << ", max " << mx << ")\n"
                 << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
                 << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
