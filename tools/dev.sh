@@ -2,6 +2,8 @@
 # Set-up and the two things a new user runs (see README.md):
 #   tools/dev.sh demo   install deps, build, run the bundled example end to end
 #   tools/dev.sh test   install deps, build, run the whole test suite (ctest)
+#   tools/dev.sh bench [ARGS]  install deps (+ torchvision), build, run
+#                       tools/bench_vs_ort.py ARGS (docs/performance.md)
 # BUILD_DIR (default: build) and JOBS (default: nproc) can be overridden.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +26,19 @@ libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata grap
   # exporter) for the training parity tests against PyTorch.
   python3 -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null ||
     python3 -m pip install -q "numpy<3" "onnx==1.23.2" "onnxruntime==1.31.1" pytest
-  if [ "${1:-}" = test ]; then
+  if [ "${1:-}" = test ] || [ "${1:-}" = bench ]; then
     python3 -c "import torch, onnxscript" 2>/dev/null ||
       python3 -m pip install -q "torch==2.15.0" "onnxscript==0.7.2"
+  fi
+  # The benchmark's CNNs are torchvision's definitions (tools/bench_models.py);
+  # no test needs them. No torchvision release declares torch 2.15 as its
+  # match, so 0.29.2 goes in without its dependencies (its model definitions
+  # work with torch 2.15), plus the one it imports at load time, pillow.
+  if [ "${1:-}" = bench ]; then
+    python3 -c "import torchvision" 2>/dev/null || {
+      python3 -m pip install -q "pillow==13.0.0"
+      python3 -m pip install -q --no-deps "torchvision==0.29.2"
+    }
   fi
   node_tests
 }
@@ -80,8 +92,13 @@ case "${1:-}" in
     deps test; build
     cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS"
     ;;
+  bench)
+    # e.g. tools/dev.sh bench --out docs/performance.md (the full run, ~20 min)
+    deps bench; build
+    python3 tools/bench_vs_ort.py --bin "$BUILD_DIR/tools" "${@:2}"
+    ;;
   *)
-    echo "usage: tools/dev.sh demo|test" >&2
+    echo "usage: tools/dev.sh demo|test|bench [bench_vs_ort.py args]" >&2
     exit 2
     ;;
 esac

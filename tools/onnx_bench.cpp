@@ -5,6 +5,7 @@
 //   onnx-bench bert.onnx --dim N=4 --json
 //   onnx-bench model.onnx --input x=x.npy --warmup 5
 //   onnx-bench resnet18.onnx --train --device gpu0
+//   onnx-bench resnet50.onnx --iters 50 --time-limit 2 --min-iters 3
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
                "  onnx-bench model.onnx --input x=x.npy\n"};
   std::string modelPath, device = "cpu";
   std::vector<std::string> inputs, dimSpecs;
-  int threads = 0, iters = 20, warmup = 3;
+  int threads = 0, iters = 20, warmup = 3, minIters = 1;
+  double timeLimit = 0;
   int64_t intHigh = 10;
   uint64_t seed = 1;
   bool json = false, train = false;
@@ -125,7 +127,17 @@ int main(int argc, char** argv) {
   app.add_option("--input", inputs, "NAME=FILE (.npy or TensorProto .pb); inputs not given get random values");
   app.add_option("--dim", dimSpecs, "NAME=VALUE for a symbolic input dim (default 1)");
   app.add_option("--threads", threads, "CPU threads (0: default)")->capture_default_str();
-  app.add_option("--iters", iters, "timed runs")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--iters", iters, "timed runs (with --time-limit: at most)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--time-limit", timeLimit,
+                 "seconds: no timed run starts once the timed runs so far took this long (0: no limit); "
+                 "a benchmark script gives every process the same time, so a slow model gets fewer runs")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-iters", minIters,
+                 "with --time-limit: timed runs made whatever the time (warm-up runs stop at the limit too, "
+                 "counting the first run)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed runs before the timed ones (after the first run)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--int-high", intHigh, "random integer inputs are drawn from [0, VALUE)")->capture_default_str();
@@ -219,13 +231,24 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     runOnce();  // builds the graph for this input signature
     double firstMs = msSince(t0);
-    for(int i = 0; i < warmup; ++i) runOnce();
+    // With --time-limit, a model whose first run already took that long is
+    // warm after it: its warm-up runs would only add minutes to a benchmark.
+    double warmMs = firstMs;
+    int warmed = 0;
+    for(; warmed < warmup && (timeLimit <= 0 || warmMs < timeLimit * 1e3); ++warmed) {
+      t0 = Clock::now();
+      runOnce();
+      warmMs += msSince(t0);
+    }
     std::vector<double> lat;
     lat.reserve(static_cast<size_t>(iters));
+    double timedMs = 0;
     for(int i = 0; i < iters; ++i) {
+      if(timeLimit > 0 && i >= minIters && timedMs >= timeLimit * 1e3) break;
       t0 = Clock::now();
       runOnce();
       lat.push_back(msSince(t0));
+      timedMs += lat.back();
     }
 
     // ru_maxrss (KiB on Linux) keeps the parent's RSS at fork across exec, so
@@ -266,8 +289,8 @@ int main(int argc, char** argv) {
       std::ostringstream o;
       o << std::setprecision(6);
       o << "{\"model\": " << jsonString(modelPath) << ", \"mode\": \"" << (train ? "train" : "inference")
-        << "\", \"device\": " << jsonString(device) << ", \"threads\": " << threads << ", \"iters\": " << iters
-        << ", \"warmup\": " << warmup << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
+        << "\", \"device\": " << jsonString(device) << ", \"threads\": " << threads << ", \"iters\": " << lat.size()
+        << ", \"warmup\": " << warmed << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
         << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
@@ -282,7 +305,7 @@ int main(int argc, char** argv) {
                 << "threads:          " << threads << (threads == 0 ? " (default)" : "") << "\n"
                 << "load:             " << loadMs << " ms (Model::load)\n"
                 << "first run:        " << firstMs << " ms (includes building the graph)\n"
-                << "latency median:   " << med << " ms over " << iters << " runs (" << warmup << " warm-up)\n"
+                << "latency median:   " << med << " ms over " << lat.size() << " runs (" << warmed << " warm-up)\n"
                 << "latency p90:      " << p90 << " ms (min " << mn << ", max " << mx << ")\n"
                 << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
                 << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
