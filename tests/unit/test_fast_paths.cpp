@@ -130,5 +130,33 @@ TEST(FastPaths, MaxPoolPropagatesNaN) {
   EXPECT_EQ(y[1], 7);
 }
 
+// A batch norm whose parameters are constants (a model imported for
+// inference) computes its per-channel scale and shift once, when built; the
+// result is the formula's up to float rounding.
+TEST(FastPaths, BatchNormWithConstantStatistics) {
+  auto g = New<ExpressionGraph>();
+  g->setInference(true);
+  const int64_t N = 2, C = 3, HW = 5;
+  std::vector<double> xv, sc{0.5, 1.5, -2}, b{0.1, -0.2, 0.3}, m{1, -1, 0.25}, v{0.5, 2, 1e-3};
+  for(int64_t i = 0; i < N * C * HW; ++i) xv.push_back(std::sin(double(i)));
+  auto cst = [&](const std::vector<double>& d, Shape s) {
+    Tensor t = TensorBase::create(s, Type::float32);
+    t->set(d);
+    return g->constant(t);
+  };
+  Expr x = cst(xv, Shape({N, C, HW}));
+  Expr y = batch_norm(x, cst(sc, Shape({C})), cst(b, Shape({C})), cst(m, Shape({C})), cst(v, Shape({C})), 1e-3);
+  EXPECT_EQ(y->type(), "channel_affine");
+  for(size_t i = 0; i < y->numChildren(); ++i) EXPECT_TRUE(y->child(i)->isLeaf()) << "input " << i << " is computed per run";
+  y->keepValue();
+  g->forward();
+  std::vector<double> got = y->val()->toVector<double>();
+  for(int64_t i = 0; i < N * C * HW; ++i) {
+    size_t c = size_t(i / HW % C);
+    double want = (xv[size_t(i)] - m[c]) / std::sqrt(v[c] + 1e-3) * sc[c] + b[c];
+    EXPECT_NEAR(got[size_t(i)], want, 1e-5 * (1 + std::fabs(want))) << i;
+  }
+}
+
 }  // namespace
 }  // namespace onyx
