@@ -148,18 +148,17 @@ ONYX_OP(kChannelAffine, "channel_affine")
       if(g.needs(1)) g.add(1, sum(g.dy * x, axes, false));
       if(g.needs(2)) g.add(2, sum(g.dy, axes, false));
     })
-    // ONNX has no per-channel multiply-add: Mul and Add with s and t
-    // reshaped to [C, 1, ...], which import back as mul and add (same bits).
+    // ONNX's per-channel multiply-add is BatchNormalization with mean 0,
+    // variance 1 and epsilon 0: exactly x * s + t, imported back as this op
+    // (norm::channelNorm), and what runtimes fold into a preceding Conv.
     .onnxExport(7, [](OnnxExportCtx& c) {
-      const Shape& xs = c.inputShape(0);
-      std::vector<int64_t> pshape(static_cast<size_t>(xs.rank() - 1), 1);
-      pshape[0] = xs[1];
-      std::string shape = c.intsConst(pshape, "channel_shape");
-      std::string s = c.fresh("s"), t = c.fresh("t"), xsd = c.fresh("x_scaled");
-      c.emit("Reshape", {c.input(1), shape}, {s});
-      c.emit("Reshape", {c.input(2), shape}, {t});
-      c.emit("Mul", {c.input(0), s}, {xsd});
-      c.emit("Add", {xsd, t}, {c.output()});
+      const int64_t C = c.inputShape(0)[1];
+      Tensor zero = TensorBase::create(Shape({C}), c.inputType(0)), one = TensorBase::create(Shape({C}), c.inputType(0));
+      zero->set(0.0);
+      one->set(1.0);
+      c.emit("BatchNormalization",
+             {c.input(0), c.input(1), c.input(2), c.constant(zero, "mean"), c.constant(one, "var")}, {c.output()},
+             {{"epsilon", 0.0}});
     });
 
 Expr channel_affine(Expr x, Expr s, Expr t) { return x->graph()->make(kChannelAffine, {x, s, t}); }
