@@ -66,7 +66,17 @@ Expr channelNorm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps)
   for(Expr p : {scale, bias, mean, var}) sameType = sameType && p->value_type() == t;
   if(!sameType || (t != Type::float32 && t != Type::float64))
     return affineNorm(x, perChannel(scale, s), perChannel(bias, s), perChannel(mean, s), perChannel(var, s), eps);
-  bool constants = x->graph()->getDeviceId().type == DeviceType::cpu;
+  const bool onCpu = x->graph()->getDeviceId().type == DeviceType::cpu;
+  auto filledWith = [&](Expr p, double v) {
+    if(!onCpu || p->kind() != NodeKind::Constant) return false;
+    for(double e : p->val()->toVector<double>())
+      if(e != v) return false;
+    return true;
+  };
+  // channel_affine's own ONNX form (mean 0, variance 1, epsilon 0) comes
+  // back as that op, whatever scale and bias are, so that exports are stable.
+  if(eps == 0 && filledWith(mean, 0) && filledWith(var, 1)) return channel_affine(x, scale, bias);
+  bool constants = onCpu;
   for(Expr p : {scale, bias, mean, var}) constants = constants && p->kind() == NodeKind::Constant;
   if(!constants) {
     // Trainable or computed parameters: f and its shift stay expressions,
