@@ -46,7 +46,8 @@ ONYX_ONNX_IMPORT(kOnnxBatchNorm, "BatchNormalization", 1).importer([](OnnxImport
     c.check(ps[i]->shape() == Shape(pshape), names[i], " must have shape ", Shape(pshape), ", got ", ps[i]->shape());
   auto pc = [&](Expr p) { return norm::perChannel(p, s, spatial); };
   if(!training && !c.training()) {
-    c.setOutput(0, norm::affineNorm(x, pc(scale), pc(bias), pc(rmean), pc(rvar), eps));
+    c.setOutput(0, spatial ? norm::channelNorm(x, scale, bias, rmean, rvar, eps)
+                           : norm::affineNorm(x, pc(scale), pc(bias), pc(rmean), pc(rvar), eps));
     for(size_t i = 1; i < c.numOutputs(); ++i) c.check(!c.wantsOutput(i), "output ", i, " needs training mode");
     return;
   }

@@ -4,6 +4,10 @@
 // (plus the biases that can be folded into it) is one matmul over all time
 // steps; each step then adds H . R^T and applies the gates.
 //
+// In inference an LSTM with the default activations and no sequence_lens
+// is instead one lstm_sequence op (src/ops/recurrent.cpp), which runs each
+// step as one GEMM on buffers allocated once.
+//
 // sequence_lens is supported as a tensor (not read at import): steps at or
 // past a sequence's length leave its state unchanged and write zeros to Y,
 // and the reverse direction of each sequence starts at its own last step.
@@ -17,6 +21,7 @@
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
+#include <onyx/ops/recurrent.h>
 #include <onyx/ops/shape.h>
 #include <onyx/ops/slicing.h>
 
@@ -254,6 +259,32 @@ void importRecurrent(OnnxImportCtx& c, Cell cell) {
   Expr P = cell == Cell::Lstm && has(7) ? c.input(7) : nullptr;
   if(P) c.check(P->shape() == Shape({numDir, 3 * H}), "P must have shape [", numDir, ", ", 3 * H, "], got ", P->shape());
 
+  auto wants = [&](size_t i) { return c.numOutputs() > i && c.wantsOutput(i); };
+  // Inference runs ONNX's own LSTM (default activations, no sequence_lens) as
+  // one op: a GEMM per step in place, instead of a dozen small nodes per step.
+  bool defaultActs = cell == Cell::Lstm;
+  for(size_t i = 0; defaultActs && i < acts.size(); ++i) defaultActs = acts[i].name == (i % 3 == 0 ? "sigmoid" : "tanh");
+  if(defaultActs && !c.training() && !lens && (ft == Type::float32 || ft == Type::float64)) {
+    auto zerosOf = [&](Shape shape) { return c.graph().zeros(shape, ft); };
+    const bool wantCell = wants(2);
+    Expr z = lstm_sequence(x, W, R, B ? B : zerosOf(Shape({numDir, 2 * GH})), h0 ? h0 : zerosOf(Shape({numDir, s.batch, H})),
+                           c0 ? c0 : zerosOf(Shape({numDir, s.batch, H})), P, direction, s.hasClip ? s.clip : 0.0,
+                           s.inputForget, wantCell);
+    Expr Y = wantCell ? slice(z, 0, 0, s.seq) : z;  // [seq, numDir, batch, H]
+    if(wants(0)) c.setOutput(0, layout == 1 ? transpose(Y, {2, 0, 1, 3}) : Y);
+    auto perDir = [&](Expr e) { return layout == 1 ? transpose(e, {1, 0, 2}) : e; };  // e: [numDir, batch, H]
+    if(wants(1)) {
+      std::vector<Expr> last;
+      for(int d = 0; d < numDir; ++d) {
+        int64_t t = direction == "reverse" || d == 1 ? 0 : s.seq - 1;
+        last.push_back(reshape(slice(slice(Y, 0, t, t + 1), 1, d, d + 1), std::vector<int64_t>{1, s.batch, H}));
+      }
+      c.setOutput(1, perDir(concat(last, 0)));
+    }
+    if(wantCell) c.setOutput(2, perDir(reshape(slice(z, 0, s.seq, s.seq + 1), std::vector<int64_t>{numDir, s.batch, H})));
+    return;
+  }
+
   auto pick = [](Expr e, int d) -> Expr {  // direction d of a [numDir, ...] tensor, without the first dim
     if(!e) return nullptr;
     std::vector<int64_t> rest(e->shape().dims().begin() + 1, e->shape().dims().end());
@@ -269,7 +300,6 @@ void importRecurrent(OnnxImportCtx& c, Cell cell) {
                                 &acts[static_cast<size_t>(d) * acts.size() / size_t(numDir)]));
   }
 
-  auto wants = [&](size_t i) { return c.numOutputs() > i && c.wantsOutput(i); };
   if(wants(0)) {
     std::vector<Expr> perDir;
     for(auto& o : outs)

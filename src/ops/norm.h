@@ -13,6 +13,10 @@ namespace onyx {
 // channel (axis 1), with stored statistics mean and var.
 Expr batch_norm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps = 1e-5);
 
+// y[n, c, ...] = x[n, c, ...] * s[c] + t[c] for x [N, C, ...] (float32 or
+// float64) and s, t [C]: one pass over x.
+Expr channel_affine(Expr x, Expr s, Expr t);
+
 // Training batch norm: the statistics are the batch's, over every axis but 1
 // (var is the population variance). mean and var have shape [C].
 struct BatchNormResult {
@@ -61,6 +65,12 @@ std::vector<int> axesExcept1(int rank);
 // with f = scale / sqrt(var + eps) computed on the small parameter tensors;
 // all four already broadcast to x.
 Expr affineNorm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps);
+// The same with scale, bias, mean and var of shape [C] (spatial), as one
+// channel_affine: where all four are constants on the CPU (a model run for
+// inference) its s and t are computed here, once; otherwise they are small
+// expressions that gradients flow through. Types channel_affine does not
+// take fall back to affineNorm.
+Expr channelNorm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps);
 // Normalisation by the batch's statistics over `axes`, with the population
 // variance; scale and bias already broadcast to x. mean and var keep the
 // reduced axes as size-1 dims.

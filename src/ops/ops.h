@@ -10,6 +10,7 @@
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/nn.h>
 #include <onyx/ops/norm.h>
+#include <onyx/ops/recurrent.h>
 #include <onyx/ops/convolution.h>
 #include <onyx/ops/pooling.h>
 #include <onyx/ops/resize.h>

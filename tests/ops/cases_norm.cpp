@@ -72,6 +72,20 @@ ONYX_OP_CASE({"mul", "batch_norm_inference",
                 return y;
               }});
 
+Ref refChannelAffine(Rs x) {
+  Ref y = refLike(x[0]);
+  for(int64_t k = 0; k < y.size(); ++k) {
+    int64_t c = channelOf(x[0].shape, k);
+    y[k] = x[0][k] * x[1][c] + x[2][c];
+  }
+  return y;
+}
+
+ONYX_OP_CASE({"channel_affine", "nchw", {in({2, 3, 2, 2}, -2, 2), in({3}), in({3})},
+              [](Xs x) { return channel_affine(x[0], x[1], x[2]); }, refChannelAffine});
+ONYX_OP_CASE({"channel_affine", "rank2", {in({4, 3}, -2, 2), in({3}), in({3})},
+              [](Xs x) { return channel_affine(x[0], x[1], x[2]); }, refChannelAffine});
+
 Ref refBatchTrain(Rs x, double eps, int which) {
   auto mv = refMoments(x[0], {0, 2});
   if(which == 0) {

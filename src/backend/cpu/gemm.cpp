@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <type_traits>
 #include <vector>
 
 #include <onyx/backend/cpu/element.h>
@@ -63,6 +64,34 @@ void loopGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
   });
 }
 
+// C = alpha * op(A) op(B) + beta * C for M == 1 or N == 1, as one BLAS GEMV
+// over the matrix operand (row-major, so a transposed operand is GEMV's Trans).
+template <class T>
+void gemv(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc) {
+  auto blas = [](bool trans, int64_t rows, int64_t cols, T al, const T* mat, int64_t ld, const T* x, int64_t incx,
+                 T be, T* y, int64_t incy) {
+    auto t = trans ? CblasTrans : CblasNoTrans;
+    int r = static_cast<int>(rows), c = static_cast<int>(cols), l = static_cast<int>(ld);
+    int ix = static_cast<int>(incx), iy = static_cast<int>(incy);
+    if constexpr(std::is_same<T, float>::value) cblas_sgemv(CblasRowMajor, t, r, c, al, mat, l, x, ix, be, y, iy);
+    else cblas_dgemv(CblasRowMajor, t, r, c, al, mat, l, x, ix, be, y, iy);
+  };
+  if(M == 1) {
+    // c[N] = op(B)^T a: B stored [N, K] (transB) or [K, N]; a's elements
+    // step by lda when A is stored [K, 1].
+    int64_t incA = transA ? lda : 1;
+    if(transB) blas(false, N, K, alpha, B, ldb, A, incA, beta, C, 1);
+    else blas(true, K, N, alpha, B, ldb, A, incA, beta, C, 1);
+  } else {
+    // c[M] (stride ldc) = op(A) b: A stored [M, K] or [K, M] (transA); b's
+    // elements step by ldb when B is stored [K, 1].
+    int64_t incB = transB ? 1 : ldb;
+    if(transA) blas(true, K, M, alpha, A, lda, B, incB, beta, C, ldc);
+    else blas(false, M, K, alpha, A, lda, B, incB, beta, C, ldc);
+  }
+}
+
 template <class T>
 void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
               const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
@@ -76,6 +105,19 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
       return;
     }
     checkBlasDims(M, N, K, lda, ldb, ldc);
+    if(M == 1 || N == 1) {
+      // A matrix-vector product (a recurrent step at batch 1, a linear layer
+      // on one sample): GEMM would pack the whole matrix on every call, which
+      // costs more than the product itself; GEMV streams it once.
+      if(beta == 0) {
+        // GEMV scales y by beta, and 0 * NaN is NaN: clear it, as GEMM's
+        // contract (C not read when beta is 0) asks.
+        for(int64_t i = 0; i < M; ++i)
+          for(int64_t j = 0; j < N; ++j) C[i * ldc + j] = T(0);
+      }
+      gemv(transA, transB, M, N, K, static_cast<T>(alpha), A, lda, B, ldb, static_cast<T>(beta), C, ldc);
+      return;
+    }
     auto ta = transA ? CblasTrans : CblasNoTrans;
     auto tb = transB ? CblasTrans : CblasNoTrans;
     int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);

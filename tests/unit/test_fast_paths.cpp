@@ -1,0 +1,162 @@
+// Fast paths checked against the general code they stand beside, on what the
+// per-op harness does not vary: GEMM with one row or column (BLAS GEMV),
+// float pools (row-wise loops) against the integer pools (the per-output
+// loops) over many geometries, and NaN in a max pool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <onyx/backend/cpu/gemm.h>
+#include <onyx/onyx.h>
+
+namespace onyx {
+namespace {
+
+// C = op(A) op(B) over doubles, for the GEMV forms of host::gemm.
+TEST(FastPaths, GemmWithOneRowOrColumnIsGemv) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for(int shape = 0; shape < 3; ++shape)
+    for(int ta = 0; ta < 2; ++ta)
+      for(int tb = 0; tb < 2; ++tb) {
+        const int64_t M = shape == 1 ? 5 : 1, N = shape == 0 ? 7 : 1, K = 9;
+        // Leading dims larger than the matrices: strided rows and columns.
+        const int64_t lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 3, ldc = N + 1;
+        std::vector<float> A(size_t((ta ? K : M) * lda)), B(size_t((tb ? N : K) * ldb));
+        for(auto& v : A) v = u(rng);
+        for(auto& v : B) v = u(rng);
+        for(double beta : {0.0, 0.5}) {
+          std::vector<float> C(size_t(M * ldc), beta == 0 ? std::numeric_limits<float>::quiet_NaN() : 1.0f);
+          host::gemm<float>(ta, tb, M, N, K, 2.0, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+          for(int64_t i = 0; i < M; ++i)
+            for(int64_t j = 0; j < N; ++j) {
+              double want = beta == 0 ? 0 : beta;
+              for(int64_t k = 0; k < K; ++k)
+                want += 2.0 * A[size_t(ta ? k * lda + i : i * lda + k)] * B[size_t(tb ? j * ldb + k : k * ldb + j)];
+              EXPECT_NEAR(C[size_t(i * ldc + j)], want, 1e-5)
+                  << "M " << M << " N " << N << " transA " << ta << " transB " << tb << " beta " << beta;
+            }
+        }
+      }
+}
+
+// f(x) with x's values as a constant of type t, the result as doubles.
+std::vector<double> runOn(const Tensor& x, Type t, const std::function<Expr(Expr)>& f) {
+  auto g = New<ExpressionGraph>();
+  g->setInference(true);
+  Tensor xt = TensorBase::create(x->shape(), t);
+  xt->set(x->toVector<double>());
+  Expr y = f(g->constant(xt));
+  y->keepValue();
+  g->forward();
+  return y->val()->toVector<double>();
+}
+
+// Integer-valued inputs, so the int64 pools (the per-output loops) are an
+// exact oracle for the float and double ones (the row-wise loops).
+TEST(FastPaths, FloatPoolsMatchThePerOutputLoops) {
+  std::mt19937 rng(7);
+  struct Geo {
+    std::vector<int64_t> x, k;
+    PoolOptions o;
+  };
+  std::vector<Geo> geos;
+  for(int64_t k : {1, 2, 3})
+    for(int64_t s : {1, 2})
+      for(int64_t p : {0, 1})
+        for(int64_t d : {1, 2})
+          for(bool ceil : {false, true}) {
+            if(p >= (k - 1) * d + 1) continue;
+            Geo g;
+            g.x = {2, 3, 7, 6};
+            g.k = {k, k + 1 > 3 ? 3 : k + 1};
+            g.o.strides.assign(2, s);
+            g.o.pads.assign(4, p);
+            g.o.pads[1] = 0;
+            g.o.dilations.assign(2, 1);
+            g.o.dilations[0] = d;
+            g.o.ceilMode = ceil;
+            geos.push_back(g);
+          }
+  Geo g3;
+  g3.x = {1, 2, 4, 5, 6};
+  g3.k = {2, 2, 3};
+  g3.o.strides.assign(3, 2);
+  g3.o.strides[0] = 1;
+  g3.o.pads.assign(6, 1);
+  g3.o.pads[1] = g3.o.pads[3] = 0;
+  geos.push_back(g3);
+  for(const Geo& geo : geos) {
+    Tensor x = TensorBase::create(Shape(geo.x), Type::float64);
+    std::uniform_int_distribution<int> u(-50, 50);
+    for(int64_t i = 0; i < x->size(); ++i) x->data<double>()[i] = u(rng);
+    auto maxp = [&](Expr e) { return max_pool(e, geo.k, geo.o); };
+    std::vector<double> want = runOn(x, Type::int64, maxp);
+    for(Type t : {Type::float32, Type::float64}) {
+      std::vector<double> got = runOn(x, t, maxp);
+      ASSERT_EQ(got.size(), want.size());
+      for(size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+    }
+    // Averages: float16 keeps the per-output loops; a window or divisor
+    // wrong by one tap moves an average of integers by more than 1/12,
+    // float16's rounding of values up to 50 by less than 0.02.
+    for(bool include : {false, true}) {
+      PoolOptions o = geo.o;
+      o.countIncludePad = include;
+      auto avgp = [&](Expr e) { return average_pool(e, geo.k, o); };
+      std::vector<double> ref = runOn(x, Type::float16, avgp);
+      for(Type t : {Type::float32, Type::float64}) {
+        std::vector<double> got = runOn(x, t, avgp);
+        ASSERT_EQ(got.size(), ref.size());
+        for(size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 0.03) << i;
+      }
+    }
+  }
+}
+
+TEST(FastPaths, MaxPoolPropagatesNaN) {
+  Tensor x = TensorBase::create(Shape({1, 1, 2, 4}), Type::float32);
+  float v[] = {1, std::numeric_limits<float>::quiet_NaN(), 3, 4, 5, 6, 7, -8};
+  for(int i = 0; i < 8; ++i) x->data<float>()[i] = v[i];
+  PoolOptions o;
+  o.strides = {2, 2};
+  std::vector<double> y = runOn(x, Type::float32, [&](Expr e) { return max_pool(e, {2, 2}, o); });
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], 7);
+}
+
+// A batch norm whose parameters are constants (a model imported for
+// inference) computes its per-channel scale and shift once, when built; the
+// result is the formula's up to float rounding.
+TEST(FastPaths, BatchNormWithConstantStatistics) {
+  auto g = New<ExpressionGraph>();
+  g->setInference(true);
+  const int64_t N = 2, C = 3, HW = 5;
+  std::vector<double> xv, sc{0.5, 1.5, -2}, b{0.1, -0.2, 0.3}, m{1, -1, 0.25}, v{0.5, 2, 1e-3};
+  for(int64_t i = 0; i < N * C * HW; ++i) xv.push_back(std::sin(double(i)));
+  auto cst = [&](const std::vector<double>& d, Shape s) {
+    Tensor t = TensorBase::create(s, Type::float32);
+    t->set(d);
+    return g->constant(t);
+  };
+  Expr x = cst(xv, Shape({N, C, HW}));
+  Expr y = batch_norm(x, cst(sc, Shape({C})), cst(b, Shape({C})), cst(m, Shape({C})), cst(v, Shape({C})), 1e-3);
+  EXPECT_EQ(y->type(), "channel_affine");
+  for(size_t i = 0; i < y->numChildren(); ++i) EXPECT_TRUE(y->child(i)->isLeaf()) << "input " << i << " is computed per run";
+  y->keepValue();
+  g->forward();
+  std::vector<double> got = y->val()->toVector<double>();
+  for(int64_t i = 0; i < N * C * HW; ++i) {
+    size_t c = size_t(i / HW % C);
+    double want = (xv[size_t(i)] - m[c]) / std::sqrt(v[c] + 1e-3) * sc[c] + b[c];
+    EXPECT_NEAR(got[size_t(i)], want, 1e-5 * (1 + std::fabs(want))) << i;
+  }
+}
+
+}  // namespace
+}  // namespace onyx
