@@ -151,7 +151,7 @@ ONYX_OP(kSinh, "sinh")
     .doc("y = sinh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(sinh(_2), host::vec::sinh))
+    .kernel(ops::unaryFloat(sinh(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * cosh(g.x(0))); })
     .onnx("Sinh", 9)
     .exporter(typedExport("Sinh", floats(22)));
@@ -161,7 +161,7 @@ ONYX_OP(kCosh, "cosh")
     .doc("y = cosh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(cosh(_2), host::vec::cosh))
+    .kernel(ops::unaryFloat(cosh(_2)))
     .backward([](GradCtx& g) { g.add(0, g.dy * sinh(g.x(0))); })
     .onnx("Cosh", 9)
     .exporter(typedExport("Cosh", floats(22)));
@@ -171,7 +171,7 @@ ONYX_OP(kAsinh, "asinh")
     .doc("y = asinh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(asinh(_2), host::vec::asinh))
+    .kernel(ops::unaryFloat(asinh(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x + 1.0));
@@ -184,7 +184,7 @@ ONYX_OP(kAcosh, "acosh")
     .doc("y = acosh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(acosh(_2), host::vec::acosh))
+    .kernel(ops::unaryFloat(acosh(_2)))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(x * x - 1.0));

@@ -30,7 +30,6 @@ float unitClamp(float v) { return std::fmax(0.f, std::fmin(1.f, v)); }
 ONYX_SCALAR_UNARY(exp, std::exp(v))
 ONYX_SCALAR_UNARY(expm1, std::expm1(v))
 ONYX_SCALAR_UNARY(log, std::log(v))
-ONYX_SCALAR_UNARY(log1p, std::log1p(v))
 ONYX_SCALAR_UNARY(sqrt, std::sqrt(v))
 ONYX_SCALAR_UNARY(reciprocal, 1.f / v)
 ONYX_SCALAR_UNARY(sin, std::sin(v))
@@ -39,10 +38,6 @@ ONYX_SCALAR_UNARY(tan, std::tan(v))
 ONYX_SCALAR_UNARY(asin, std::asin(v))
 ONYX_SCALAR_UNARY(acos, std::acos(v))
 ONYX_SCALAR_UNARY(atan, std::atan(v))
-ONYX_SCALAR_UNARY(sinh, std::sinh(v))
-ONYX_SCALAR_UNARY(cosh, std::cosh(v))
-ONYX_SCALAR_UNARY(asinh, std::asinh(v))
-ONYX_SCALAR_UNARY(acosh, std::acosh(v))
 ONYX_SCALAR_UNARY(atanh, std::atanh(v))
 ONYX_SCALAR_UNARY(tanh, std::tanh(v))
 ONYX_SCALAR_UNARY(erf, std::erf(v))
@@ -83,10 +78,10 @@ void binaryScalar(int op, const float* a, int64_t sa, const float* b, int64_t sb
 const Table* tableScalar() {
   static const Table t = [] {
     Table s{};
-    s.exp = expScalar; s.expm1 = expm1Scalar; s.log = logScalar; s.log1p = log1pScalar; s.sqrt = sqrtScalar;
+    s.exp = expScalar; s.expm1 = expm1Scalar; s.log = logScalar; s.sqrt = sqrtScalar;
     s.reciprocal = reciprocalScalar; s.sin = sinScalar; s.cos = cosScalar; s.tan = tanScalar;
-    s.asin = asinScalar; s.acos = acosScalar; s.atan = atanScalar; s.sinh = sinhScalar; s.cosh = coshScalar;
-    s.asinh = asinhScalar; s.acosh = acoshScalar; s.atanh = atanhScalar; s.tanh = tanhScalar; s.erf = erfScalar;
+    s.asin = asinScalar; s.acos = acosScalar; s.atan = atanScalar; 
+    s.atanh = atanhScalar; s.tanh = tanhScalar; s.erf = erfScalar;
     s.sigmoid = sigmoidScalar; s.silu = siluScalar; s.softplus = softplusScalar; s.mish = mishScalar;
     s.geluErf = geluErfScalar; s.geluTanh = geluTanhScalar; s.softsign = softsignScalar; s.relu = reluScalar;
     s.hardSwish = hardSwishScalar; s.elu = eluScalar; s.celu = celuScalar; s.leakyRelu = leakyReluScalar;
@@ -157,7 +152,6 @@ bool setIsa(Isa isa) {
 ONYX_VEC_FORWARD(exp)
 ONYX_VEC_FORWARD(expm1)
 ONYX_VEC_FORWARD(log)
-ONYX_VEC_FORWARD(log1p)
 ONYX_VEC_FORWARD(sqrt)
 ONYX_VEC_FORWARD(reciprocal)
 ONYX_VEC_FORWARD(sin)
@@ -166,10 +160,6 @@ ONYX_VEC_FORWARD(tan)
 ONYX_VEC_FORWARD(asin)
 ONYX_VEC_FORWARD(acos)
 ONYX_VEC_FORWARD(atan)
-ONYX_VEC_FORWARD(sinh)
-ONYX_VEC_FORWARD(cosh)
-ONYX_VEC_FORWARD(asinh)
-ONYX_VEC_FORWARD(acosh)
 ONYX_VEC_FORWARD(atanh)
 ONYX_VEC_FORWARD(tanh)
 ONYX_VEC_FORWARD(erf)

@@ -31,7 +31,7 @@ struct Avx2 {
   static R NAME(R v) { return Sleef_##NAME##f8_u10avx2(v); }
   ONYX_SLEEF(exp) ONYX_SLEEF(expm1) ONYX_SLEEF(log) ONYX_SLEEF(log1p)
   ONYX_SLEEF(sin) ONYX_SLEEF(cos) ONYX_SLEEF(tan) ONYX_SLEEF(asin) ONYX_SLEEF(acos) ONYX_SLEEF(atan)
-  ONYX_SLEEF(sinh) ONYX_SLEEF(cosh) ONYX_SLEEF(asinh) ONYX_SLEEF(acosh) ONYX_SLEEF(atanh)
+  ONYX_SLEEF(atanh)
   ONYX_SLEEF(tanh) ONYX_SLEEF(erf)
 #undef ONYX_SLEEF
 };

@@ -62,7 +62,6 @@ struct Body {
   ONYX_VEC_UNARY(exp, V::exp(v))
   ONYX_VEC_UNARY(expm1, V::expm1(v))
   ONYX_VEC_UNARY(log, V::log(v))
-  ONYX_VEC_UNARY(log1p, V::log1p(v))
   ONYX_VEC_UNARY(sqrt, V::sqrt(v))
   ONYX_VEC_UNARY(reciprocal, splat(1.f) / v)
   ONYX_VEC_UNARY(sin, V::sin(v))
@@ -71,10 +70,6 @@ struct Body {
   ONYX_VEC_UNARY(asin, V::asin(v))
   ONYX_VEC_UNARY(acos, V::acos(v))
   ONYX_VEC_UNARY(atan, V::atan(v))
-  ONYX_VEC_UNARY(sinh, V::sinh(v))
-  ONYX_VEC_UNARY(cosh, V::cosh(v))
-  ONYX_VEC_UNARY(asinh, V::asinh(v))
-  ONYX_VEC_UNARY(acosh, V::acosh(v))
   ONYX_VEC_UNARY(atanh, V::atanh(v))
   ONYX_VEC_UNARY(tanh, V::tanh(v))
   ONYX_VEC_UNARY(erf, V::erf(v))
@@ -146,9 +141,9 @@ struct Body {
 
   static Table table() {
     Table t{};
-    t.exp = exp; t.expm1 = expm1; t.log = log; t.log1p = log1p; t.sqrt = sqrt; t.reciprocal = reciprocal;
+    t.exp = exp; t.expm1 = expm1; t.log = log; t.sqrt = sqrt; t.reciprocal = reciprocal;
     t.sin = sin; t.cos = cos; t.tan = tan; t.asin = asin; t.acos = acos; t.atan = atan;
-    t.sinh = sinh; t.cosh = cosh; t.asinh = asinh; t.acosh = acosh; t.atanh = atanh;
+    t.atanh = atanh;
     t.tanh = tanh; t.erf = erf; t.sigmoid = sigmoid; t.silu = silu; t.softplus = softplus; t.mish = mish;
     t.geluErf = geluErf; t.geluTanh = geluTanh; t.softsign = softsign; t.relu = relu; t.hardSwish = hardSwish;
     t.elu = elu; t.celu = celu; t.leakyRelu = leakyRelu; t.hardSigmoid = hardSigmoid; t.clip = clip;

@@ -15,8 +15,7 @@ using TableUnary = void (*)(const float* x, float* y, int64_t n, float p, float 
 using TableBinary = void (*)(int op, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
 
 struct Table {
-  TableUnary exp, expm1, log, log1p, sqrt, reciprocal, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh,
-      atanh, tanh, erf, sigmoid, silu, softplus, mish, geluErf, geluTanh, softsign, relu, hardSwish, elu, celu,
+  TableUnary exp, expm1, log, sqrt, reciprocal, sin, cos, tan, asin, acos, atan, atanh, tanh, erf, sigmoid, silu, softplus, mish, geluErf, geluTanh, softsign, relu, hardSwish, elu, celu,
       leakyRelu, hardSigmoid, clip;
   TableBinary binary;
 };
