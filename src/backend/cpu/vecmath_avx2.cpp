@@ -27,6 +27,9 @@ struct Avx2 {
   static R abs(R v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.f), v); }
   static R sqrt(R v) { return _mm256_sqrt_ps(v); }  // correctly rounded
   static R pow(R a, R b) { return Sleef_powf8_u10avx2(a, b); }
+  // 3.5 ULP and three times faster than u10: for compositions (gelu, mish)
+  // whose own rounding is several ULP already.
+  static R tanhU35(R v) { return Sleef_tanhf8_u35avx2(v); }
 #define ONYX_SLEEF(NAME) \
   static R NAME(R v) { return Sleef_##NAME##f8_u10avx2(v); }
   ONYX_SLEEF(exp) ONYX_SLEEF(expm1) ONYX_SLEEF(log) ONYX_SLEEF(log1p)

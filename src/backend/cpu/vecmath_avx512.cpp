@@ -26,6 +26,9 @@ struct Avx512 {
   // -Wmaybe-uninitialized on its own undefined pass-through operand.
   static R sqrt(R v) { return _mm512_maskz_sqrt_ps(static_cast<__mmask16>(0xFFFF), v); }
   static R pow(R a, R b) { return Sleef_powf16_u10avx512f(a, b); }
+  // 3.5 ULP and three times faster than u10: for compositions (gelu, mish)
+  // whose own rounding is several ULP already.
+  static R tanhU35(R v) { return Sleef_tanhf16_u35avx512f(v); }
 #define ONYX_SLEEF(NAME) \
   static R NAME(R v) { return Sleef_##NAME##f16_u10avx512f(v); }
   ONYX_SLEEF(exp) ONYX_SLEEF(expm1) ONYX_SLEEF(log) ONYX_SLEEF(log1p)

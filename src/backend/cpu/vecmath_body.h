@@ -76,12 +76,13 @@ struct Body {
   ONYX_VEC_UNARY(sigmoid, sigmoidOf(v))
   ONYX_VEC_UNARY(silu, v * sigmoidOf(v))
   ONYX_VEC_UNARY(softplus, softplusOf(v))
-  ONYX_VEC_UNARY(mish, v * V::tanh(softplusOf(v)))
+  ONYX_VEC_UNARY(mish, v * V::tanhU35(softplusOf(v)))
   // The functors' order of operations (activations.cpp), so that the two
-  // paths differ only by the ULP of erf/tanh.
+  // paths differ only by the ULP of erf/tanh. Inside gelu and mish, tanh is
+  // SLEEF's u35 (3x faster than u10).
   ONYX_VEC_UNARY(geluErf, splat(0.5f) * v * (splat(1.f) + V::erf(v * splat(0.70710678118654752440f))))
   ONYX_VEC_UNARY(geluTanh, splat(0.5f) * v *
-                               (splat(1.f) + V::tanh(splat(0.79788456080286535588f) *
+                               (splat(1.f) + V::tanhU35(splat(0.79788456080286535588f) *
                                                      (v + splat(0.044715f) * v * v * v))))
   ONYX_VEC_UNARY(softsign, v / (splat(1.f) + V::abs(v)))
   ONYX_VEC_UNARY(relu, v < splat(0.f) ? splat(0.f) : v)
