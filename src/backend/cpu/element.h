@@ -87,6 +87,14 @@ struct BroadcastPlan {
     int64_t rows = total / inner;
     std::array<int64_t, K> step;
     for(size_t k = 0; k < K; ++k) step[k] = strides[k][rank - 1];
+    if(rows == 1) {  // one run (equal shapes, a scalar operand): split the run itself
+      parallelFor(inner, total * int64_t(K + 1), [&](int64_t b, int64_t e) {
+        std::array<int64_t, K> off;
+        for(size_t k = 0; k < K; ++k) off[k] = b * step[k];
+        fn(b, off, e - b, step);
+      });
+      return;
+    }
     parallelFor(rows, total * int64_t(K + 1), [&](int64_t b, int64_t e) {
       for(int64_t row = b; row < e; ++row) {
         std::array<int64_t, K> off{};
@@ -120,9 +128,34 @@ void elementwise(F f, TensorBase& out, const Ts&... ins) {
   } else {
     BroadcastPlan<K> plan(out.shape(), {&ins.shape()...});
     plan.run([&](int64_t oo, const std::array<int64_t, K>& off, int64_t n, const std::array<int64_t, K>& st) {
+      // The common runs get loops without per-element stride math, which the
+      // compiler vectorizes: every input contiguous, or (two inputs) one of
+      // them a single value read once (a scalar, or a per-channel [C,1,1]
+      // operand over a row of H*W).
+      if constexpr(K == 2) {
+        const auto* p0 = std::get<0>(ptrs) + off[0];
+        const auto* p1 = std::get<1>(ptrs) + off[1];
+        if(st[0] == 1 && st[1] == 0) {
+          const auto w = load(p1, 0);
+          for(int64_t j = 0; j < n; ++j) store(o, oo + j, f(load(o, oo + j), load(p0, j), w));
+          return;
+        }
+        if(st[0] == 0 && st[1] == 1) {
+          const auto u = load(p0, 0);
+          for(int64_t j = 0; j < n; ++j) store(o, oo + j, f(load(o, oo + j), u, load(p1, j)));
+          return;
+        }
+      }
+      bool contiguous = true;
+      for(size_t k = 0; k < K; ++k) contiguous = contiguous && st[k] == 1;
       auto body = [&](auto... idx) {
-        for(int64_t j = 0; j < n; ++j)
-          store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j * st[idx])...));
+        if(contiguous) {
+          for(int64_t j = 0; j < n; ++j)
+            store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j)...));
+        } else {
+          for(int64_t j = 0; j < n; ++j)
+            store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j * st[idx])...));
+        }
       };
       callWithIndices(body, std::make_index_sequence<K>{});
     });
