@@ -9,6 +9,7 @@
 #pragma once
 #include <array>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <cstdint>
 
@@ -128,11 +129,13 @@ void elementwise(F f, TensorBase& out, const Ts&... ins) {
   } else {
     BroadcastPlan<K> plan(out.shape(), {&ins.shape()...});
     plan.run([&](int64_t oo, const std::array<int64_t, K>& off, int64_t n, const std::array<int64_t, K>& st) {
-      // The common runs get loops without per-element stride math, which the
-      // compiler vectorizes: every input contiguous, or (two inputs) one of
-      // them a single value read once (a scalar, or a per-channel [C,1,1]
-      // operand over a row of H*W).
-      if constexpr(K == 2) {
+      // The common runs of float inputs get loops without per-element stride
+      // math, which the compiler vectorizes: every input contiguous, or (two
+      // inputs) one of them a single value read once (a scalar, or a
+      // per-channel [C,1,1] operand over a row of H*W). Integer types keep the
+      // one loop (code size: the families instantiate every functor for them).
+      constexpr bool kFloatIn = (std::is_floating_point<typename ComputeOf<TIn>::type>::value || ...);
+      if constexpr(K == 2 && kFloatIn) {
         const auto* p0 = std::get<0>(ptrs) + off[0];
         const auto* p1 = std::get<1>(ptrs) + off[1];
         if(st[0] == 1 && st[1] == 0) {
@@ -146,7 +149,7 @@ void elementwise(F f, TensorBase& out, const Ts&... ins) {
           return;
         }
       }
-      bool contiguous = true;
+      bool contiguous = kFloatIn;
       for(size_t k = 0; k < K; ++k) contiguous = contiguous && st[k] == 1;
       auto body = [&](auto... idx) {
         if(contiguous) {
