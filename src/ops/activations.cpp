@@ -22,6 +22,7 @@ using ops::floats;
 using ops::IntBridge;
 using ops::ints;
 using ops::typedExport;
+using ops::vecWith;
 
 namespace {
 
@@ -53,7 +54,7 @@ ONYX_OP(kTanh, "tanh")
     .doc("y = tanh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(tanh(_2)))
+    .kernel(ops::unaryFloat(tanh(_2), host::vec::tanh))
     .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 - g.y() * g.y())); })
     .onnx("Tanh", 6)
     .exporter(typedExport("Tanh", floats(13)));
@@ -63,7 +64,7 @@ ONYX_OP(kSigmoid, "sigmoid")
     .doc("y = 1 / (1 + e^-x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(sigmoid(_2)))
+    .kernel(ops::unaryFloat(sigmoid(_2), host::vec::sigmoid))
     .backward([](GradCtx& g) { g.add(0, g.dy * g.y() * (1.0 - g.y())); })
     .onnx("Sigmoid", 6)
     .exporter(typedExport("Sigmoid", floats(13)));
@@ -73,7 +74,7 @@ ONYX_OP(kRelu, "relu")
     .doc("y = max(x, 0)")
     .inputs(1)
     .infer(inferNumericUnary)
-    .kernel(ops::unaryNumeric(relu(_2)))
+    .kernel(ops::unaryNumeric(relu(_2), host::vec::relu))
     .backward([](GradCtx& g) { g.add(0, where(gt(g.x(0), 0.0), g.dy, 0.0)); })
     .onnx("Relu", 6)
     .exporter(typedExport("Relu", ints(13, 14, 14, IntBridge::viaFloat64)));
@@ -84,7 +85,10 @@ ONYX_OP(kLeakyRelu, "leaky_relu")
     .inputs(1)
     .attr("alpha", 0.01)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, 0.0), _2, _2 * a.f("alpha")); }))
+    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, 0.0), _2, _2 * a.f("alpha")); },
+                                 vecWith([](const float* x, float* y, int64_t n, float alpha, float) {
+                                   host::vec::leakyRelu(x, y, n, alpha);
+                                 }, "alpha")))
     .backward([](GradCtx& g) {
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * g.attrs.f("alpha")));
     })
@@ -97,7 +101,10 @@ ONYX_OP(kElu, "elu")
     .inputs(1)
     .attr("alpha", 1.0)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, 0.0), _2, a.f("alpha") * expm1(_2)); }))
+    .kernel(ops::unaryFloatWith([](const auto& a) { return if_then_else(gt(_2, 0.0), _2, a.f("alpha") * expm1(_2)); },
+                                 vecWith([](const float* x, float* y, int64_t n, float alpha, float) {
+                                   host::vec::elu(x, y, n, alpha, 1.f);
+                                 }, "alpha")))
     .backward([](GradCtx& g) {
       // For x <= 0, dy/dx = alpha e^x = y + alpha.
       g.add(0, where(gt(g.x(0), 0.0), g.dy, g.dy * (g.y() + g.attrs.f("alpha"))));
@@ -114,7 +121,7 @@ ONYX_OP(kSelu, "selu")
     .infer(ops::inferFloatUnary)
     .kernel(ops::unaryFloatWith([](const auto& a) {
       return a.f("gamma") * if_then_else(gt(_2, 0.0), _2, a.f("alpha") * expm1(_2));
-    }))
+    }, vecWith(host::vec::elu, "alpha", "gamma")))
     .backward([](GradCtx& g) {
       double alpha = g.attrs.f("alpha"), gamma = g.attrs.f("gamma");
       // For x <= 0, dy/dx = gamma alpha e^x = y + gamma alpha.
@@ -135,7 +142,9 @@ ONYX_OP(kGelu, "gelu")
       ops::inferFloatUnary(c);
     })
     .kernel(ops::onDevices([](auto on, KernelCtx& c) {
-      if(c.attrs.s("approximate") == "tanh")
+      bool tanhForm = c.attrs.s("approximate") == "tanh";
+      if(on.vectorUnary(c, tanhForm ? host::vec::geluTanh : host::vec::geluErf)) return;
+      if(tanhForm)
         runUnaryFloat(on, c, 0.5 * _2 * (1.0 + tanh(kSqrt2OverPi * (_2 + kGeluCubic * _2 * _2 * _2))));
       else
         runUnaryFloat(on, c, 0.5 * _2 * (1.0 + erf(_2 * kSqrtHalf)));
@@ -159,7 +168,7 @@ ONYX_OP(kSwish, "swish")
     .doc("y = x * sigmoid(x) (SiLU)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(_2 * sigmoid(_2)))
+    .kernel(ops::unaryFloat(_2 * sigmoid(_2), host::vec::silu))
     .backward([](GradCtx& g) {
       // dy/dx = s + x s (1 - s) = s + y (1 - s), s = sigmoid(x).
       Expr s = sigmoid(g.x(0));
@@ -178,7 +187,7 @@ ONYX_OP(kSoftplus, "softplus")
     .doc("y = ln(1 + e^x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(softplus(_2)))
+    .kernel(ops::unaryFloat(softplus(_2), host::vec::softplus))
     .backward([](GradCtx& g) { g.add(0, g.dy * sigmoid(g.x(0))); })
     .onnx("Softplus", 1)
     .exporter(typedExport("Softplus", floats(22)));
@@ -249,6 +258,10 @@ ONYX_OP(kClip, "clip")
     .infer(inferNumericUnary)
     .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       double lo = c.attrs.f("min"), hi = c.attrs.f("max");
+      auto vecClip = [lo, hi](const float* x, float* y, int64_t n) {
+        host::vec::clip(x, y, n, static_cast<float>(lo), static_cast<float>(hi));
+      };
+      if(on.vectorUnary(c, vecClip)) return;
       dispatchNumeric(c.out.type(), "clip", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = typename ComputeOf<T>::type;
@@ -321,7 +334,7 @@ ONYX_OP(kSoftsign, "softsign")
     .doc("y = x / (1 + |x|)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(softsign(_2)))
+    .kernel(ops::unaryFloat(softsign(_2), host::vec::softsign))
     .backward([](GradCtx& g) {
       Expr d = 1.0 + abs(g.x(0));
       g.add(0, g.dy / (d * d));
@@ -338,7 +351,7 @@ ONYX_OP(kHardSigmoid, "hard_sigmoid")
     .infer(ops::inferFloatUnary)
     .kernel(ops::unaryFloatWith([](const auto& a) {
       return fmaxOf(0.0, fminOf(1.0, a.f("alpha") * _2 + a.f("beta")));
-    }))
+    }, vecWith(host::vec::hardSigmoid, "alpha", "beta")))
     .backward([](GradCtx& g) {
       // alpha where 0 < alpha x + beta < 1, 0 on the flat parts.
       Expr y = g.y();
@@ -352,7 +365,7 @@ ONYX_OP(kHardSwish, "hard_swish")
     .doc("y = x * max(0, min(1, x/6 + 1/2))")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(hardSwish(_2)))
+    .kernel(ops::unaryFloat(hardSwish(_2), host::vec::hardSwish))
     .backward([](GradCtx& g) {
       // 0 for x < -3, x/3 + 1/2 in between, 1 for x > 3.
       Expr x = g.x(0);
@@ -367,7 +380,7 @@ ONYX_OP(kMish, "mish")
     .doc("y = x * tanh(softplus(x))")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(mish(_2)))
+    .kernel(ops::unaryFloat(mish(_2), host::vec::mish))
     .backward([](GradCtx& g) {
       // dy/dx = t + x (1 - t^2) sigmoid(x), t = tanh(softplus(x)).
       Expr x = g.x(0);
@@ -400,7 +413,8 @@ ONYX_OP(kCelu, "celu")
     .kernel(ops::unaryFloatWith([](const auto& a) {
       double alpha = a.f("alpha");
       return if_then_else(gt(_2, 0.0), _2, alpha * expm1(_2 / alpha));
-    }))
+    }, vecWith([](const float* x, float* y, int64_t n, float alpha, float) { host::vec::celu(x, y, n, alpha); },
+               "alpha")))
     .backward([](GradCtx& g) {
       // For x <= 0, dy/dx = e^(x/alpha) = y/alpha + 1.
       double alpha = g.attrs.f("alpha");

@@ -132,7 +132,7 @@ ONYX_OP(kAdd, "add")
     .doc("y = a + b (broadcasting)")
     .inputs(2)
     .infer(infer::broadcast)
-    .kernel(ops::binaryNumeric(_2 + _3))
+    .kernel(ops::binaryNumeric(_2 + _3, host::vec::Bin::add))
     .backward([](GradCtx& g) {
       g.add(0, g.dy);
       g.add(1, g.dy);
@@ -151,7 +151,7 @@ ONYX_OP(kSub, "sub")
     .doc("y = a - b (broadcasting)")
     .inputs(2)
     .infer(infer::broadcast)
-    .kernel(ops::binaryNumeric(_2 - _3))
+    .kernel(ops::binaryNumeric(_2 - _3, host::vec::Bin::sub))
     .backward([](GradCtx& g) {
       g.add(0, g.dy);
       if(g.needs(1)) g.add(1, -g.dy);
@@ -164,7 +164,7 @@ ONYX_OP(kMul, "mul")
     .doc("y = a * b (broadcasting)")
     .inputs(2)
     .infer(infer::broadcast)
-    .kernel(ops::binaryNumeric(_2 * _3))
+    .kernel(ops::binaryNumeric(_2 * _3, host::vec::Bin::mul))
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, g.dy * g.x(1));
       if(g.needs(1)) g.add(1, g.dy * g.x(0));
@@ -183,7 +183,7 @@ ONYX_OP(kDiv, "div")
     .doc("y = a / b (broadcasting; integer division truncates)")
     .inputs(2)
     .infer(infer::broadcast)
-    .kernel(ops::binaryNumeric(SafeDiv{}))
+    .kernel(ops::binaryNumeric(SafeDiv{}, host::vec::Bin::div))
     .backward([](GradCtx& g) {
       if(g.needs(0)) g.add(0, g.dy / g.x(1));
       if(g.needs(1)) g.add(1, -(g.dy * g.y()) / g.x(1));
@@ -225,7 +225,7 @@ ONYX_OP(kPow, "pow")
     .doc("y = a^b (broadcasting)")
     .inputs(2)
     .infer(inferNumericBroadcast)
-    .kernel(ops::binaryNumeric(pow(_2, _3)))
+    .kernel(ops::binaryNumeric(pow(_2, _3), host::vec::Bin::pow))
     .backward([](GradCtx& g) {
       Expr a = g.x(0), b = g.x(1);
       if(g.needs(0)) g.add(0, g.dy * b * pow(a, b - 1.0));
@@ -250,7 +250,7 @@ ONYX_OP(kMinimum, "minimum")
     .doc("y = min(a, b) (broadcasting; at ties the gradient goes to a)")
     .inputs(2)
     .infer(inferNumericBroadcast)
-    .kernel(ops::binaryNumeric(minimum(_2, _3)))
+    .kernel(ops::binaryNumeric(minimum(_2, _3), host::vec::Bin::min))
     .backward([](GradCtx& g) {
       Expr first = le(g.x(0), g.x(1));
       if(g.needs(0)) g.add(0, where(first, g.dy, 0.0));
@@ -266,7 +266,7 @@ ONYX_OP(kMaximum, "maximum")
     .doc("y = max(a, b) (broadcasting; at ties the gradient goes to a)")
     .inputs(2)
     .infer(inferNumericBroadcast)
-    .kernel(ops::binaryNumeric(maximum(_2, _3)))
+    .kernel(ops::binaryNumeric(maximum(_2, _3), host::vec::Bin::max))
     .backward([](GradCtx& g) {
       Expr first = ge(g.x(0), g.x(1));
       if(g.needs(0)) g.add(0, where(first, g.dy, 0.0));
@@ -313,7 +313,7 @@ ONYX_OP(kReciprocal, "reciprocal")
     .doc("y = 1 / x")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(reciprocal(_2)))
+    .kernel(ops::unaryFloat(reciprocal(_2), host::vec::reciprocal))
     .backward([](GradCtx& g) { g.add(0, -(g.dy * g.y() * g.y())); })
     .onnx("Reciprocal", 6)
     .exporter(typedExport("Reciprocal", floats(13)));

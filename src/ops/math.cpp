@@ -27,7 +27,7 @@ ONYX_OP(kSin, "sin")
     .doc("y = sin(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(sin(_2)))
+    .kernel(ops::unaryFloat(sin(_2), host::vec::sin))
     .backward([](GradCtx& g) { g.add(0, g.dy * cos(g.x(0))); })
     .onnx("Sin", 7)
     .exporter(typedExport("Sin", floats(22)));
@@ -37,7 +37,7 @@ ONYX_OP(kCos, "cos")
     .doc("y = cos(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(cos(_2)))
+    .kernel(ops::unaryFloat(cos(_2), host::vec::cos))
     .backward([](GradCtx& g) { g.add(0, -(g.dy * sin(g.x(0)))); })
     .onnx("Cos", 7)
     .exporter(typedExport("Cos", floats(22)));
@@ -51,7 +51,7 @@ ONYX_OP(kTan, "tan")
     .doc("y = tan(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(tan(_2)))
+    .kernel(ops::unaryFloat(tan(_2), host::vec::tan))
     .backward([](GradCtx& g) { g.add(0, g.dy * (1.0 + g.y() * g.y())); })
     .onnx("Tan", 7)
     .exporter(typedExport("Tan", floats(22)));
@@ -61,7 +61,7 @@ ONYX_OP(kExp, "exp")
     .doc("y = e^x")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(exp(_2)))
+    .kernel(ops::unaryFloat(exp(_2), host::vec::exp))
     .backward([](GradCtx& g) { g.add(0, g.dy * g.y()); })
     .onnx("Exp", 6)
     .exporter(typedExport("Exp", floats(13)));
@@ -71,7 +71,7 @@ ONYX_OP(kLog, "log")
     .doc("y = ln(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(log(_2)))
+    .kernel(ops::unaryFloat(log(_2), host::vec::log))
     .backward([](GradCtx& g) { g.add(0, g.dy / g.x(0)); })
     .onnx("Log", 6)
     .exporter(typedExport("Log", floats(13)));
@@ -81,7 +81,7 @@ ONYX_OP(kSqrt, "sqrt")
     .doc("y = sqrt(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(sqrt(_2)))
+    .kernel(ops::unaryFloat(sqrt(_2), host::vec::sqrt))
     .backward([](GradCtx& g) { g.add(0, (g.dy * 0.5) / g.y()); })
     .onnx("Sqrt", 6)
     .exporter(typedExport("Sqrt", floats(13)));
@@ -91,7 +91,7 @@ ONYX_OP(kErf, "erf")
     .doc("y = erf(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(erf(_2)))
+    .kernel(ops::unaryFloat(erf(_2), host::vec::erf))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy * (exp(-(x * x)) * kTwoOverSqrtPi));
@@ -112,7 +112,7 @@ ONYX_OP(kAcos, "acos")
     .doc("y = acos(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(acos(_2)))
+    .kernel(ops::unaryFloat(acos(_2), host::vec::acos))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, -(g.dy / sqrt(1.0 - x * x)));
@@ -125,7 +125,7 @@ ONYX_OP(kAsin, "asin")
     .doc("y = asin(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(asin(_2)))
+    .kernel(ops::unaryFloat(asin(_2), host::vec::asin))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / sqrt(1.0 - x * x));
@@ -138,7 +138,7 @@ ONYX_OP(kAtan, "atan")
     .doc("y = atan(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(atan(_2)))
+    .kernel(ops::unaryFloat(atan(_2), host::vec::atan))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 + x * x));
@@ -197,7 +197,7 @@ ONYX_OP(kAtanh, "atanh")
     .doc("y = atanh(x)")
     .inputs(1)
     .infer(ops::inferFloatUnary)
-    .kernel(ops::unaryFloat(atanh(_2)))
+    .kernel(ops::unaryFloat(atanh(_2), host::vec::atanh))
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       g.add(0, g.dy / (1.0 - x * x));

@@ -9,6 +9,7 @@
 #pragma once
 #include <array>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <cstdint>
 
@@ -87,6 +88,14 @@ struct BroadcastPlan {
     int64_t rows = total / inner;
     std::array<int64_t, K> step;
     for(size_t k = 0; k < K; ++k) step[k] = strides[k][rank - 1];
+    if(rows == 1) {  // one run (equal shapes, a scalar operand): split the run itself
+      parallelFor(inner, total * int64_t(K + 1), [&](int64_t b, int64_t e) {
+        std::array<int64_t, K> off;
+        for(size_t k = 0; k < K; ++k) off[k] = b * step[k];
+        fn(b, off, e - b, step);
+      });
+      return;
+    }
     parallelFor(rows, total * int64_t(K + 1), [&](int64_t b, int64_t e) {
       for(int64_t row = b; row < e; ++row) {
         std::array<int64_t, K> off{};
@@ -120,9 +129,36 @@ void elementwise(F f, TensorBase& out, const Ts&... ins) {
   } else {
     BroadcastPlan<K> plan(out.shape(), {&ins.shape()...});
     plan.run([&](int64_t oo, const std::array<int64_t, K>& off, int64_t n, const std::array<int64_t, K>& st) {
+      // The common runs of float inputs get loops without per-element stride
+      // math, which the compiler vectorizes: every input contiguous, or (two
+      // inputs) one of them a single value read once (a scalar, or a
+      // per-channel [C,1,1] operand over a row of H*W). Integer types keep the
+      // one loop (code size: the families instantiate every functor for them).
+      constexpr bool kFloatIn = (std::is_floating_point<typename ComputeOf<TIn>::type>::value || ...);
+      if constexpr(K == 2 && kFloatIn) {
+        const auto* p0 = std::get<0>(ptrs) + off[0];
+        const auto* p1 = std::get<1>(ptrs) + off[1];
+        if(st[0] == 1 && st[1] == 0) {
+          const auto w = load(p1, 0);
+          for(int64_t j = 0; j < n; ++j) store(o, oo + j, f(load(o, oo + j), load(p0, j), w));
+          return;
+        }
+        if(st[0] == 0 && st[1] == 1) {
+          const auto u = load(p0, 0);
+          for(int64_t j = 0; j < n; ++j) store(o, oo + j, f(load(o, oo + j), u, load(p1, j)));
+          return;
+        }
+      }
+      bool contiguous = kFloatIn;
+      for(size_t k = 0; k < K; ++k) contiguous = contiguous && st[k] == 1;
       auto body = [&](auto... idx) {
-        for(int64_t j = 0; j < n; ++j)
-          store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j * st[idx])...));
+        if(contiguous) {
+          for(int64_t j = 0; j < n; ++j)
+            store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j)...));
+        } else {
+          for(int64_t j = 0; j < n; ++j)
+            store(o, oo + j, f(load(o, oo + j), load(std::get<idx>(ptrs), off[idx] + j * st[idx])...));
+        }
       };
       callWithIndices(body, std::make_index_sequence<K>{});
     });
