@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/backend/cpu/parallel.h>
+#include <onyx/backend/cpu/vecmath.h>
 #include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/onnx_export.h>
@@ -63,6 +65,28 @@ void lstmKernel(KernelCtx& c) {
       T* g = gates + t * batch * G;
       host::gemm<T>(false, true, batch, G, H, 1.0, hPrev, H, R, H, 1.0, g, G);
       T* h = y + (t * D + d) * batch * H;
+      if constexpr(std::is_same<T, float>::value) {
+        if(!Pd && clip <= 0 && !inputForget) {
+          // The common LSTM: the gates' transcendentals as vector passes over
+          // each row (i, o, f contiguous, then c), in place in this step's
+          // gate rows, which nothing reads afterwards.
+          host::parallelFor(batch, batch * H * 16, [&](int64_t lo, int64_t hi) {
+            std::vector<float> tc(static_cast<size_t>(H));
+            for(int64_t b = lo; b < hi; ++b) {
+              float* gb = g + b * G;
+              float* cb = cell + b * H;
+              float* hb = h + b * H;
+              host::vec::sigmoid(gb, gb, 3 * H);
+              host::vec::tanh(gb + 3 * H, gb + 3 * H, H);
+              for(int64_t j = 0; j < H; ++j) cb[j] = gb[2 * H + j] * cb[j] + gb[j] * gb[3 * H + j];
+              host::vec::tanh(cb, tc.data(), H);
+              for(int64_t j = 0; j < H; ++j) hb[j] = gb[H + j] * tc[static_cast<size_t>(j)];
+            }
+          });
+          hPrev = h;
+          continue;
+        }
+      }
       host::parallelFor(batch, batch * H * 16, [&](int64_t lo, int64_t hi) {
         for(int64_t b = lo; b < hi; ++b) {
           const T* gb = g + b * G;
