@@ -226,6 +226,7 @@ Case randomCase(std::mt19937& rng) {
     case 1: c.G = pick(2, 3); break;
     default: c.G = pick(3, 12); break;  // depthwise
   }
+  c.o.group = c.G;
   const bool depthwise = c.G > 3;
   c.Cg = depthwise ? 1 : pick(1, 5);
   c.Mg = depthwise ? pick(1, 2) : pick(1, 5);
@@ -247,6 +248,14 @@ Case randomCase(std::mt19937& rng) {
     const int64_t span = (c.k[size_t(i)] - 1) * c.o.dilations[size_t(i)] + 1;
     c.o.pads[size_t(c.nd + i)] = std::max<int64_t>(pick(0, c.k[size_t(i)] - 1), span - c.img[size_t(i)] - c.o.pads[size_t(i)]);
   }
+  if(c.op == Op::Transpose)  // img is x's (the positions'): keep y at least 1 wide
+    for(int i = 0; i < c.nd; ++i) {
+      size_t u = size_t(i), e = size_t(c.nd + i);
+      const int64_t span = (c.k[u] - 1) * c.o.dilations[u] + 1;
+      const int64_t room = c.o.strides[u] * (c.img[u] - 1) + c.o.outputPadding[u] + span - 1;
+      c.o.pads[e] = std::min(c.o.pads[e], room);
+      c.o.pads[u] = std::min(c.o.pads[u], room - c.o.pads[e]);
+    }
   c.bias = pick(0, 1) == 1;
   c.cutDy = pick(0, 3) == 0;
   return c;
@@ -267,26 +276,27 @@ std::vector<float> runCase(const Case& c, uint32_t seed) {
   auto constant = [&](const Shape& s) {
     return g->constant(TensorBase::fromVector<float>(s, randomVec(size_t(s.elements()), rng)));
   };
-  Shape::Dims spatial(c.img.begin(), c.img.end()), kernel(c.k.begin(), c.k.end());
+  const std::vector<int64_t>& spatial = c.img;
+  const std::vector<int64_t>& kernel = c.k;
   const int64_t C = c.G * c.Cg, M = c.G * c.Mg;
   Expr y;
   if(c.op == Op::Conv) {
     ConvOptions o = c.o;
     o.outputPadding.clear();
-    Shape::Dims xs{c.N, C}, ws{M, c.Cg};
+    std::vector<int64_t> xs{c.N, C}, ws{M, c.Cg};
     xs.insert(xs.end(), spatial.begin(), spatial.end());
     ws.insert(ws.end(), kernel.begin(), kernel.end());
     y = conv(input(Shape(xs)), constant(Shape(ws)), c.bias ? constant(Shape({M})) : Expr(), o);
   } else if(c.op == Op::Transpose) {
     // x holds the positions: M channels, spatial dims `img`.
-    Shape::Dims xs{c.N, M}, ws{M, c.Cg};
+    std::vector<int64_t> xs{c.N, M}, ws{M, c.Cg};
     xs.insert(xs.end(), spatial.begin(), spatial.end());
     ws.insert(ws.end(), kernel.begin(), kernel.end());
     y = conv_transpose(input(Shape(xs)), constant(Shape(ws)), c.bias ? constant(Shape({C})) : Expr(), c.o);
   } else {
     ConvOptions o = c.o;
     o.outputPadding.clear();
-    Shape::Dims xs{c.N, C}, dys{c.N, M};
+    std::vector<int64_t> xs{c.N, C}, dys{c.N, M};
     xs.insert(xs.end(), spatial.begin(), spatial.end());
     for(int i = 0; i < c.nd; ++i) {
       size_t u = size_t(i);

@@ -211,15 +211,17 @@ void appendPostOps(dnnl::post_ops& po, const ConvEpilogue& ep) {
   }
 }
 
-// Plain src/dst (no reorders, but oneDNN's plain-layout kernels) or
-// blocked ones (its fastest kernels, plus a reorder in and out). Measured on
-// the 2-core Zen 4 (see the issue note): blocked wins for depthwise and
-// grouped convs and for most dense ones; plain only where the dense conv's
-// image has few channels (ResNet's 7x7 stem with C = 3), where oneDNN's
-// plain-source kernel is the one it would pick anyway.
-bool usePlain(const ConvDims& cd, DnnlLayout layout) {
+// Plain src/dst (no reorders, but oneDNN's plain-layout kernels, mostly
+// its gemm-based ones) or blocked ones (its direct jit kernels, plus a
+// reorder in and out). Timed on the 2-core Zen 4 over ResNet-50's and
+// MobileNetV2/EfficientNet's shapes: blocked wins for all of them, depthwise
+// by 4-10x, except where the written tensor has few channels (a transposed
+// conv back to ResNet's 3-channel image: its blocked dst would pad 3
+// channels to 16), so those stay plain.
+bool usePlain(Kind kind, const ConvDims& cd, DnnlLayout layout) {
   if(layout != DnnlLayout::Auto) return layout == DnnlLayout::Plain;
-  return cd.G == 1 && cd.C <= 4;
+  const int64_t written = kind == Kind::Forward ? cd.M : kind == Kind::Transposed ? cd.C : int64_t(16);
+  return written <= 4;
 }
 
 Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, const ConvEpilogue* ep,
@@ -232,7 +234,7 @@ Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, 
   p.user[kImg] = memory::desc(cat({cd.N, cd.C}, l.img), kF32, tag);
   p.user[kPos] = memory::desc(cat({cd.N, cd.M}, l.pos), kF32, tag);
   p.user[kW] = weightsMd(cd, l, kind == Kind::Transposed);
-  const bool plain = usePlain(cd, layout);
+  const bool plain = usePlain(kind, cd, layout);
   memory::desc want[3];
   for(int r = 0; r < 3; ++r) want[r] = (plain && r != kW) ? p.user[r] : anyLike(p.user[r]);
 
@@ -358,7 +360,7 @@ int64_t floatBits(float f) {
 
 std::vector<int64_t> keyOf(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias,
                            const ConvEpilogue* ep, DnnlLayout layout) {
-  std::vector<int64_t> k{int64_t(kind), nd, cd.N, cd.C, cd.M, cd.G, bias, int64_t(usePlain(cd, layout)),
+  std::vector<int64_t> k{int64_t(kind), nd, cd.N, cd.C, cd.M, cd.G, bias, int64_t(usePlain(kind, cd, layout)),
                          ompThreads()};
   for(const Dims* v : {&l.img, &l.pos, &l.k, &l.s, &l.d, &l.pl, &l.pr}) k.insert(k.end(), v->begin(), v->end());
   if(ep)
