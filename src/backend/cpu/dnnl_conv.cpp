@@ -213,15 +213,22 @@ void appendPostOps(dnnl::post_ops& po, const ConvEpilogue& ep) {
 
 // Plain src/dst (no reorders, but oneDNN's plain-layout kernels, mostly
 // its gemm-based ones) or blocked ones (its direct jit kernels, plus a
-// reorder in and out). Timed on the 2-core Zen 4 over ResNet-50's and
-// MobileNetV2/EfficientNet's shapes: blocked wins for all of them, depthwise
-// by 4-10x, except where the written tensor has few channels (a transposed
-// conv back to ResNet's 3-channel image: its blocked dst would pad 3
-// channels to 16), so those stay plain.
+// reorder in and out). Timed on the 2-core Zen 4 (2 threads) over
+// ResNet-50's and MobileNetV2/EfficientNet's shapes: blocked wins for nearly
+// all, depthwise by 4-10x, except
+// - a 1x1 dense conv (stride 1, no pads) forward or weight gradient, which
+//   on plain tensors is one GEMM per sample (plain 1.1x faster forward,
+//   2.3x for the weight gradient);
+// - an image with few channels (ResNet's 3-channel input) in the transposed
+//   conv that writes it (its blocked dst pads 3 channels to 16: plain 3.5x
+//   faster) and in the weight gradient that reads it (plain 1.5x faster).
+//   The forward conv reading it stays blocked (2.5x faster): oneDNN reads
+//   such a src plain anyway and blocks only the output.
 bool usePlain(Kind kind, const ConvDims& cd, DnnlLayout layout) {
   if(layout != DnnlLayout::Auto) return layout == DnnlLayout::Plain;
-  const int64_t written = kind == Kind::Forward ? cd.M : kind == Kind::Transposed ? cd.C : int64_t(16);
-  return written <= 4;
+  if(kind != Kind::Transposed && cd.G == 1 && cd.direct) return true;
+  if(kind == Kind::Forward) return cd.M <= 4;  // a written tensor of few channels, as below
+  return cd.C <= 4;
 }
 
 Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, const ConvEpilogue* ep,
