@@ -1,7 +1,8 @@
 // Convolution: conv, conv_transpose and conv_grad_weight (float32 through
 // oneDNN, backend/cpu/dnnl_conv.h; the portable im2col + GEMM and GEMM +
-// col2im kernels for the other types and what oneDNN does not take), and the ONNX imports of Conv and ConvTranspose (those of
-// ConvInteger and the composites are in converters/).
+// col2im kernels for the other types and what oneDNN does not take), and
+// the ONNX imports of Conv and ConvTranspose (those of ConvInteger and the
+// composites are in converters/).
 //
 // Kernels see every input as having 3 spatial dims (backend/cpu/conv_geom.h):
 // the real 1 to 3 dims are the last ones, the missing leading ones have size

@@ -1,11 +1,13 @@
 #include <onyx/backend/cpu/dnnl_conv.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -170,11 +172,10 @@ memory::desc anyLike(const memory::desc& md) { return memory::desc(md.dims(), kF
 struct Prim {
   bool ok = false;
   dnnl::primitive prim;
-  Kind kind = Kind::Forward;
   memory::desc user[3], mine[3];
   dnnl::reorder move[3];  // user -> mine for inputs, mine -> user for outputs
   bool reorder[3] = {false, false, false};
-  bool hasBias = false, hasSum = false;
+  bool hasSum = false;
   size_t scratch = 0;  // the largest scratchpad among prim and reorders
 };
 
@@ -234,8 +235,6 @@ bool usePlain(Kind kind, const ConvDims& cd, DnnlLayout layout) {
 Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, const ConvEpilogue* ep,
               DnnlLayout layout) {
   Prim p;
-  p.kind = kind;
-  p.hasBias = bias;
   const dnnl::engine& eng = cpuEngine();
   const Tag tag = plainTag(nd + 2);
   p.user[kImg] = memory::desc(cat({cd.N, cd.C}, l.img), kF32, tag);
