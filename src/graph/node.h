@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -100,6 +101,12 @@ public:
   // Input nodes: bind a tensor for the next forward().
   void bind(const Tensor& t);
 
+  // State a kernel derives from this node's attributes and constant inputs
+  // and keeps between runs (conv: its constant W reordered to oneDNN's
+  // layout). The node's own kernel owns the slot and checks that what it
+  // derived from is still current; cleared when the node is destroyed.
+  std::shared_ptr<void>& kernelState() { return kernelState_; }
+
 private:
   friend class ExpressionGraph;
   friend class Expr;
@@ -130,6 +137,7 @@ private:
   std::string name_;
   std::string debugMsg_;
   NodeInitializer init_;
+  std::shared_ptr<void> kernelState_;
 };
 
 }  // namespace onyx

@@ -1,0 +1,95 @@
+// float32 convolutions through oneDNN: convolution forward, deconvolution
+// forward (conv_transpose, which is also conv's gradient w.r.t. x) and
+// convolution backward-weights, for 1 to 3 spatial dims, groups (depthwise
+// included), strides, dilations, asymmetric pads, bias and an optional
+// epilogue of post-ops (activations, residual sum).
+//
+// Every problem is described in the convolution's view (conv_geom.h's
+// ConvDims): the image [N, C, img..] is what windows read (conv's x,
+// conv_transpose's y), the positions [N, M, pos..] where they sit (conv's y,
+// conv_transpose's x, the weight gradient's dy), and W is [M, C/G, k..] in
+// all three (ONNX's Conv W, and ConvTranspose's W [x channels, y channels/G,
+// k..]). Tensors are plain row-major NC(D)(H)W; oneDNN's blocked layouts stay
+// inside a call, except reordered weights kept in a caller's slot.
+//
+// A call returns false, having written nothing, when oneDNN does not take the
+// problem (empty tensors, negative begin pads, sizes beyond int, an end pad it
+// rejects); the caller then runs its portable kernel.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <onyx/backend/cpu/conv_geom.h>
+
+namespace onyx {
+namespace host {
+
+// One step of an epilogue, applied in order to the convolution's output
+// (bias already added). Sum adds the residual tensor given with the epilogue
+// (shaped like the output) at that point: y = y + residual.
+struct ConvPostOp {
+  enum class Kind : uint8_t {
+    Relu,         // max(x, 0)
+    LeakyRelu,    // x >= 0 ? x : alpha * x
+    Clip,         // min(max(x, alpha), beta)
+    HardSwish,    // x * max(0, min(1, x / 6 + 1 / 2))
+    HardSigmoid,  // max(0, min(1, alpha * x + beta))
+    Swish,        // x * sigmoid(x) (SiLU)
+    GeluErf,      // x / 2 * (1 + erf(x / sqrt 2))
+    GeluTanh,     // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+    Logistic,     // sigmoid
+    Tanh,
+    Sum,          // x + residual
+  };
+  Kind kind = Kind::Relu;
+  float alpha = 0.f, beta = 0.f;
+};
+
+struct ConvEpilogue {
+  std::vector<ConvPostOp> ops;
+  // The residual of the Sum step (at most one), shaped like the output; it
+  // may be the output itself (then it is read in place).
+  const float* residual = nullptr;
+};
+
+// Where a caller keeps weights reordered to oneDNN's blocked layout between
+// runs (Node::kernelState() of a conv whose W is a constant): the slot is
+// reused while it holds the reordering of the same W pointer for the same
+// primitive, and refilled otherwise. Null: reorder on every run.
+using DnnlWeightSlot = std::shared_ptr<void>;
+
+// y [N, M, pos..] = conv(x [N, C, img..], w [M, C/G, k..]) + b [M] (b may be
+// null), then the epilogue. nd: the number of real spatial dims (the last nd
+// of cd.g's three).
+bool dnnlConvForward(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,
+                     const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr);
+
+// y [N, C, img..] = conv_transpose(x [N, M, pos..], w [M, C/G, k..]) + b [C]
+// (b may be null), then the epilogue. The image may be larger than the
+// windows reach (output_padding): those elements get the bias only.
+bool dnnlConvTransposed(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,
+                        const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr);
+
+// dw [M, C/G, k..] = the gradient of conv(x, W) w.r.t. W given dy
+// [N, M, pos..] (overwritten, not accumulated). dy may have fewer positions
+// than the conv would produce (trailing ones cut).
+bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float* dy, float* dw);
+
+// Whether callers should take the oneDNN path: on unless the environment
+// has ONYX_DNNL=0 (for A/B timings); tests switch it with setDnnlEnabled.
+bool dnnlEnabled();
+void setDnnlEnabled(bool on);
+
+// How src and dst are laid out for the primitive: Blocked lets oneDNN choose
+// (reorders in and out of the plain tensors), Plain keeps them NC(D)(H)W;
+// weights are always oneDNN's choice. Auto picks per problem (see the .cpp).
+enum class DnnlLayout : uint8_t { Auto, Plain, Blocked };
+void setDnnlLayout(DnnlLayout l);  // for A/B timings and tests
+
+// Calls that oneDNN ran (not declined) since the process started (for
+// tests: a fast path that silently falls back is not one).
+uint64_t dnnlConvRuns();
+
+}  // namespace host
+}  // namespace onyx
