@@ -120,8 +120,9 @@ size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep) {
     g.redefine(Expr(tail), fused, in, attrs);
     // The rest, last first, so each has no consumer left when retired.
     for(size_t i = chain.size() - 1; i-- > 0;) g.retire(Expr(chain[i]));
-    // The chain's inputs lost consumers; the map only grows stale for nodes
-    // already passed or retired, which are not visited again as conv heads.
+    // The consumer map is now stale only in naming the chain's nodes where
+    // the fused node stands (same counts); a retired or fused node is never
+    // taken for an activation or add, so later chains stay legal.
     ++count;
   }
   return count;
