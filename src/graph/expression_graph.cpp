@@ -130,7 +130,10 @@ Node* ExpressionGraph::newNode(NodeKind kind) {
 std::vector<Expr> ExpressionGraph::nodes() const {
   std::vector<Expr> v;
   v.reserve(count_);
-  for(size_t i = 0; i < count_; ++i) v.emplace_back(blocks_[i / kBlockNodes] + i % kBlockNodes);
+  for(size_t i = 0; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    if(n->gen_ != 0) v.emplace_back(n);  // not retired
+  }
   return v;
 }
 
@@ -141,12 +144,75 @@ void ExpressionGraph::truncate(size_t mark) {
     new(n) Node();  // releases values, names, initializers; gen 0
   }
   count_ = mark;
+  cseRebuild();
+}
+
+void ExpressionGraph::cseRebuild() {
   std::fill(cse_.begin(), cse_.end(), nullptr);
   cseCount_ = 0;
   for(size_t i = 0; i < count_; ++i) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
-    if(n->kind_ == NodeKind::Op) cseInsert(n);
+    if(n->kind_ == NodeKind::Op && !n->op_->isStochastic) cseInsert(n);
   }
+}
+
+void ExpressionGraph::redefine(Expr e, const OpDef& op, const std::vector<Expr>& inputs,
+                               const std::vector<std::pair<std::string, AttrValue>>& attrs) {
+  Node* node = e.operator->();
+  ONYX_ASSERT(node->graph_ == this && node->kind_ == NodeKind::Op, "redefine: not an op node of this graph");
+  ONYX_ASSERT(static_cast<int>(inputs.size()) >= op.minInputs &&
+                  (op.maxInputs < 0 || static_cast<int>(inputs.size()) <= op.maxInputs),
+              "redefine: ", op.name, " with ", inputs.size(), " inputs");
+  SmallVec<Node*, 3> children;
+  bool trainable = false;
+  for(const Expr& in : inputs) {
+    Node* c = in.operator->();
+    ONYX_ASSERT(c->graph_ == this && c->id_ < node->id_, "redefine: input ", c->type(), " #", c->id_,
+                " is not built before node #", node->id_);
+    children.push_back(c);
+    trainable = trainable || c->trainable_;
+  }
+  SmallVec<AttrValue, 2> values;
+  for(auto& s : op.attrSpecs) values.push_back(s.defaultValue);
+  for(const auto& a : attrs) {
+    int i = op.attrIndex(a.first.c_str());
+    ONYX_ASSERT(i >= 0 && values[size_t(i)].index() == a.second.index(), "redefine: ", op.name, " attribute '",
+                a.first, "'");
+    values[size_t(i)] = a.second;
+  }
+  // Inferred before anything changes: a failing rewrite leaves the node as it was.
+  InferCtx ctx{op, children, Attrs(&op, values.data()), Shape(), Type::undefined};
+  op.inferFn(ctx);
+  ONYX_ASSERT(ctx.shape == node->shape_ && ctx.type == node->type_, "redefine: ", op.name, " gives ", ctx.shape,
+              " ", ctx.type, " for a node of ", node->shape_, " ", node->type_);
+  node->op_ = &op;
+  node->children_ = children;
+  node->attrs_ = values;
+  node->trainable_ = trainable;
+  node->val_ = nullptr;
+  node->kernelState_.reset();
+  node->computeHash();
+  cseRebuild();
+}
+
+void ExpressionGraph::retire(Expr e) {
+  Node* node = e.operator->();
+  ONYX_ASSERT(node->graph_ == this && node->kind_ == NodeKind::Op, "retire: not an op node of this graph");
+  for(size_t i = 0; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    for(Node* c : n->children_) ONYX_ASSERT(c != node, "retire: node #", node->id_, " is used by #", n->id_);
+  }
+  // A leaf with no value that matches no Expr: forward() skips leaves other
+  // than inputs, and nodes() skips generation 0.
+  node->kind_ = NodeKind::Constant;
+  node->gen_ = 0;
+  node->op_ = nullptr;
+  node->children_.clear();
+  node->attrs_.clear();
+  node->val_ = nullptr;
+  node->kernelState_.reset();
+  node->keep_ = false;
+  cseRebuild();
 }
 
 void ExpressionGraph::clear() {

@@ -91,6 +91,17 @@ public:
             std::initializer_list<std::pair<const char*, AttrValue>> attrs = {});
   Expr make(const OpDef& op, const std::vector<Expr>& inputs, const std::vector<std::pair<std::string, AttrValue>>& attrs);
 
+  // ---- rewriting (for passes over a built graph, e.g. runtime/fuse_conv) ----
+  // Makes op node `node` compute op(inputs) with `attrs` instead, in place,
+  // so its consumers and the Exprs to it stay valid. The new definition must
+  // give the node's shape and type, and every input must have been built
+  // before `node` (build order stays topological).
+  void redefine(Expr node, const OpDef& op, const std::vector<Expr>& inputs,
+                const std::vector<std::pair<std::string, AttrValue>>& attrs);
+  // Drops op node `node`, which no node may use any more: forward() no longer
+  // runs it, nodes() leaves it out, and Exprs to it become stale.
+  void retire(Expr node);
+
   // ---- execution ----
   void forward();
   // Computes `e` (and what it needs) now and returns its value: for values
@@ -140,6 +151,7 @@ private:
   void printDebug(Node* n, bool grad) const;
   Node* cseFind(Node* n);
   void cseInsert(Node* n);
+  void cseRebuild();
 
   DeviceId device_;
   Ptr<Allocator> workspace_;

@@ -17,6 +17,7 @@
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
+#include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/slicing.h>
@@ -271,6 +272,30 @@ void checkBias(InferCtx& c, int64_t M) {
   if(c.n() > 2) c.check(c.shapeOf(2) == Shape({M}), "bias of shape ", c.shapeOf(2), " must be [", M, "] (one per output channel)");
 }
 
+// conv's shape and type from x, W and (hasBias) b, the first inputs.
+void inferConv(InferCtx& c, bool hasBias) {
+  requireNumeric(c);
+  const Shape& xs = c.shapeOf(0);
+  const Shape& ws = c.shapeOf(1);
+  int nd = checkedSpatialRank(c, xs, "x");
+  c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([M, C/group, k..])");
+  int64_t G = checkedGroup(c), C = xs[1], M = ws[0];
+  c.check(M % G == 0, "output channels ", M, " (W's dim 0) are not divisible by group ", G);
+  c.check(C == ws[1] * G, "x has ", C, " channels but W of shape ", ws, " with group ", G, " expects ", ws[1] * G);
+  if(hasBias) checkBias(c, M);
+  host::Spatial sp = checkedSpatial(c, nd, false);
+  Shape::Dims out{xs[0], M};
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    int64_t o = windowCount(xs[2 + i], ws[2 + i], sp.strides[u], sp.dilations[u], sp.pads[u],
+                            sp.pads[u + size_t(nd)], false);
+    c.check(o >= 0, "kernel ", ws[2 + i], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i,
+            " of x (", xs[2 + i], ") plus padding");
+    out.push_back(o);
+  }
+  c.shape = Shape(out);
+}
+
 AttrList convAttrs(const ConvOptions& o) {
   return {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)}, {"pads", attr(o.pads)},
           {"group", attr(o.group)}};
@@ -321,6 +346,18 @@ Expr biasGrad(Expr dy) {
   std::vector<int> axes{0};
   for(int i = 2; i < dy->shape().rank(); ++i) axes.push_back(i);
   return sum(dy, axes, false);
+}
+
+// conv's gradients given the gradient dy of its output (x, W, b the first inputs).
+void convBackward(GradCtx& g, Expr dy, bool hasBias) {
+  Expr x = g.x(0), W = g.x(1);
+  if(g.needs(0)) g.add(0, convTransposeTo(dy, W, g.attrs, x->shape()));
+  if(g.needs(1)) {
+    AttrList l = pick(g.attrs, {"strides", "dilations", "pads", "group"});
+    l.emplace_back("kernel_shape", attr(spatialDims(W->shape())));
+    g.add(1, g.graph.make(kConvGradWeight, {x, dy}, l));
+  }
+  if(hasBias && g.needs(2)) g.add(2, biasGrad(dy));
 }
 
 }  // namespace
@@ -455,40 +492,10 @@ ONYX_OP(kConv, "conv")
     .attr("dilations", IntList{})
     .attr("pads", IntList{})
     .attr("group", int64_t(1))
-    .infer([](InferCtx& c) {
-      requireNumeric(c);
-      const Shape& xs = c.shapeOf(0);
-      const Shape& ws = c.shapeOf(1);
-      int nd = checkedSpatialRank(c, xs, "x");
-      c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([M, C/group, k..])");
-      int64_t G = checkedGroup(c), C = xs[1], M = ws[0];
-      c.check(M % G == 0, "output channels ", M, " (W's dim 0) are not divisible by group ", G);
-      c.check(C == ws[1] * G, "x has ", C, " channels but W of shape ", ws, " with group ", G, " expects ", ws[1] * G);
-      checkBias(c, M);
-      host::Spatial sp = checkedSpatial(c, nd, false);
-      Shape::Dims out{xs[0], M};
-      for(int i = 0; i < nd; ++i) {
-        size_t u = size_t(i);
-        int64_t o = windowCount(xs[2 + i], ws[2 + i], sp.strides[u], sp.dilations[u], sp.pads[u],
-                                sp.pads[u + size_t(nd)], false);
-        c.check(o >= 0, "kernel ", ws[2 + i], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i,
-                " of x (", xs[2 + i], ") plus padding");
-        out.push_back(o);
-      }
-      c.shape = Shape(out);
-    })
+    .infer([](InferCtx& c) { inferConv(c, c.n() > 2); })
     .cpu(ONYX_CONV_KERNEL(convKernel, convDnnl))
     // dx = conv_transpose(dy, W) sized like x, dW = conv_grad_weight(x, dy), db = sum of dy.
-    .backward([](GradCtx& g) {
-      Expr x = g.x(0), W = g.x(1);
-      if(g.needs(0)) g.add(0, convTransposeTo(g.dy, W, g.attrs, x->shape()));
-      if(g.needs(1)) {
-        AttrList l = pick(g.attrs, {"strides", "dilations", "pads", "group"});
-        l.emplace_back("kernel_shape", attr(spatialDims(W->shape())));
-        g.add(1, g.graph.make(kConvGradWeight, {x, g.dy}, l));
-      }
-      if(g.n() > 2 && g.needs(2)) g.add(2, biasGrad(g.dy));
-    })
+    .backward([](GradCtx& g) { convBackward(g, g.dy, g.n() > 2); })
     .onnx("Conv", 1)
     .importer([](OnnxImportCtx& c) {
       Expr x = c.input(0), W = c.input(1), b = optionalInput(c, 2);
@@ -501,6 +508,210 @@ Expr conv(Expr x, Expr W, Expr b, const ConvOptions& o) {
   std::vector<Expr> in{x, W};
   if(b) in.push_back(b);
   return x->graph()->make(kConv, in, convAttrs(o));
+}
+
+// --------------------------------------------------------------- fused_conv
+
+namespace {
+
+using host::ConvPostOp;
+
+// The activations fused_conv applies, with their oneDNN post-op and the op
+// (and attributes) whose kernel and gradient the portable path follows.
+struct FusedActivation {
+  const char* name;
+  ConvPostOp::Kind kind;
+  const char* op;
+};
+constexpr FusedActivation kFusedActivations[] = {
+    {"relu", ConvPostOp::Kind::Relu, "relu"},
+    {"leaky_relu", ConvPostOp::Kind::LeakyRelu, "leaky_relu"},
+    {"clip", ConvPostOp::Kind::Clip, "clip"},
+    {"hard_sigmoid", ConvPostOp::Kind::HardSigmoid, "hard_sigmoid"},
+    {"hard_swish", ConvPostOp::Kind::HardSwish, "hard_swish"},
+    {"swish", ConvPostOp::Kind::Swish, "swish"},
+    {"gelu", ConvPostOp::Kind::GeluErf, "gelu"},
+    {"gelu_tanh", ConvPostOp::Kind::GeluTanh, "gelu"},
+    {"sigmoid", ConvPostOp::Kind::Logistic, "sigmoid"},
+    {"tanh", ConvPostOp::Kind::Tanh, "tanh"},
+};
+
+const FusedActivation* findActivation(const std::string& name) {
+  for(const FusedActivation& a : kFusedActivations)
+    if(name == a.name) return &a;
+  return nullptr;
+}
+
+// The activation's own attributes from fused_conv's alpha and beta.
+AttrList activationAttrs(const std::string& name, const Attrs& a) {
+  double alpha = a.f("alpha"), beta = a.f("beta");
+  if(name == "leaky_relu") return {{"alpha", attr(alpha)}};
+  if(name == "clip") return {{"min", attr(alpha)}, {"max", attr(beta)}};
+  if(name == "hard_sigmoid") return {{"alpha", attr(alpha)}, {"beta", attr(beta)}};
+  if(name == "gelu") return {{"approximate", attr("none")}};
+  if(name == "gelu_tanh") return {{"approximate", attr("tanh")}};
+  return {};
+}
+
+// Where fused_conv's inputs are: x, W, then b unless left out, then the
+// residual when the residual attribute is set.
+struct FusedInputs {
+  bool bias;
+  int residual;  // index, or -1
+};
+FusedInputs fusedInputs(size_t n, const Attrs& a) {
+  bool res = a.i("residual") != 0;
+  return {n - (res ? 1 : 0) > 2, res ? int(n) - 1 : -1};
+}
+
+// Runs registered op `name`'s CPU kernel on `in` into c.out (elementwise
+// kernels may read c.out itself).
+void runOpKernel(KernelCtx& c, const char* name, SmallVec<TensorBase*, 4> in, const AttrList& set) {
+  const OpDef& op = Registry::instance().get(name);
+  std::vector<AttrValue> values;
+  for(const AttrSpec& spec : op.attrSpecs) {
+    values.push_back(spec.defaultValue);
+    for(const auto& kv : set)
+      if(kv.first == spec.name) values.back() = kv.second;
+  }
+  KernelCtx k{c.node, c.out, std::move(in), Attrs(&op, values.data()), c.rng, c.graph};
+  op.kernels[0](k);
+}
+
+bool fusedConvDnnl(KernelCtx& c) {
+  FusedInputs fi = fusedInputs(c.in.size(), c.attrs);
+  host::ConvEpilogue ep;
+  const std::string& act = c.attrs.s("activation");
+  if(!act.empty()) {
+    ConvPostOp op;
+    op.kind = findActivation(act)->kind;
+    op.alpha = float(c.attrs.f("alpha"));
+    op.beta = float(c.attrs.f("beta"));
+    ep.ops.push_back(op);
+  }
+  if(fi.residual >= 0) {
+    ep.ops.push_back({ConvPostOp::Kind::Sum, 0.f, 0.f});
+    ep.residual = c.in[size_t(fi.residual)]->data<float>();
+  }
+  if(!c.attrs.s("post_activation").empty()) ep.ops.push_back({ConvPostOp::Kind::Relu, 0.f, 0.f});
+  const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
+  return host::dnnlConvForward(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(),
+                               fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c));
+}
+
+// The portable path: conv's kernel, then the activation's, the add's and
+// relu's, each in place on the output.
+void fusedConvPortable(KernelCtx& c) {
+  FusedInputs fi = fusedInputs(c.in.size(), c.attrs);
+  SmallVec<TensorBase*, 4> convIn{c.in[0], c.in[1]};
+  if(fi.bias) convIn.push_back(c.in[2]);
+  KernelCtx k{c.node, c.out, convIn, c.attrs, c.rng, c.graph};
+  dispatchNumeric(c.out.type(), c.node.type().c_str(), [&](auto tag) { convKernel<typename decltype(tag)::type>(k); });
+  const std::string& act = c.attrs.s("activation");
+  if(!act.empty()) runOpKernel(c, findActivation(act)->op, {&c.out}, activationAttrs(act, c.attrs));
+  if(fi.residual >= 0) runOpKernel(c, "add", {&c.out, c.in[size_t(fi.residual)]}, {});
+  if(!c.attrs.s("post_activation").empty()) runOpKernel(c, "relu", {&c.out}, {});
+}
+
+// The activation applied to z (z itself when there is none), through its op.
+Expr applyActivation(Expr z, const std::string& act, const Attrs& a) {
+  if(act.empty()) return z;
+  const OpDef& op = Registry::instance().get(findActivation(act)->op);
+  return z->graph()->make(op, {z}, activationAttrs(act, a));
+}
+
+// dy * act'(z), where y = act(z): the activations' own gradient rules,
+// written for z (fused_conv does not keep the pre-activation).
+Expr activationGrad(const std::string& act, const Attrs& a, Expr z, Expr y, Expr dy) {
+  double alpha = a.f("alpha"), beta = a.f("beta");
+  if(act.empty()) return dy;
+  if(act == "relu") return where(gt(z, 0.0), dy, 0.0);
+  if(act == "leaky_relu") return where(gt(z, 0.0), dy, dy * alpha);
+  if(act == "clip") return where(logical_and(gt(z, alpha), lt(z, beta)), dy, 0.0);
+  if(act == "hard_sigmoid") return where(logical_and(gt(y, 0.0), lt(y, 1.0)), dy * alpha, 0.0);
+  if(act == "hard_swish")
+    return where(logical_and(gt(z, -3.0), lt(z, 3.0)), dy * (z * (1.0 / 3.0) + 0.5), where(ge(z, 3.0), dy, 0.0));
+  if(act == "swish") {
+    Expr s = sigmoid(z);
+    return dy * (s + y * (1.0 - s));
+  }
+  if(act == "gelu") {
+    Expr cdf = 0.5 * (1.0 + erf(z * 0.70710678118654752440));
+    Expr pdf = exp(z * z * -0.5) * 0.39894228040143267794;
+    return dy * (cdf + z * pdf);
+  }
+  if(act == "gelu_tanh") {
+    const double k = 0.79788456080286535588, cubic = 0.044715;
+    Expr t = tanh((z + z * z * z * cubic) * k);
+    Expr du = (1.0 + z * z * (3 * cubic)) * k;
+    return dy * (0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * du);
+  }
+  if(act == "sigmoid") return dy * y * (1.0 - y);
+  ONYX_ASSERT(act == "tanh", "fused_conv: activation '", act, "'");
+  return dy * (1.0 - y * y);
+}
+
+}  // namespace
+
+ONYX_OP(kFusedConv, "fused_conv")
+    .doc("y = post(act(conv(x, W, b)) + residual): conv's attributes; activation \"\" (none), relu, leaky_relu "
+         "(alpha), clip (min alpha, max beta), hard_sigmoid (alpha, beta), hard_swish, swish, gelu, gelu_tanh, "
+         "sigmoid or tanh; residual 1: the last input is added (shaped like y); post_activation \"\" or relu")
+    .inputs(2, 4)
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("group", int64_t(1))
+    .attr("activation", std::string())
+    .attr("alpha", 0.0)
+    .attr("beta", 0.0)
+    .attr("residual", int64_t(0))
+    .attr("post_activation", std::string())
+    .infer([](InferCtx& c) {
+      const int64_t res = c.attrs.i("residual");
+      c.check(res == 0 || res == 1, "residual must be 0 or 1, got ", res);
+      c.check(c.n() >= size_t(2 + res), "residual set but only ", c.n(), " inputs");
+      FusedInputs fi = fusedInputs(c.n(), c.attrs);
+      inferConv(c, fi.bias);
+      const std::string& act = c.attrs.s("activation");
+      const std::string& post = c.attrs.s("post_activation");
+      c.check(act.empty() || findActivation(act), "unknown activation '", act, "'");
+      c.check(post.empty() || post == "relu", "post_activation is '", post, "' but must be \"\" or \"relu\"");
+      c.check(isFloat(c.type) || (act.empty() && post.empty()), "activations need a float type, got ", c.type);
+      if(fi.residual >= 0)
+        c.check(c.shapeOf(size_t(fi.residual)) == c.shape, "residual of shape ", c.shapeOf(size_t(fi.residual)),
+                " must have the output's shape ", c.shape);
+    })
+    .cpu([](KernelCtx& c) {
+      if(c.out.type() == Type::float32 && host::dnnlEnabled() && fusedConvDnnl(c)) return;
+      fusedConvPortable(c);
+    })
+    // Through the unfused chain: z = conv(x, W, b) is rebuilt, the epilogue's
+    // gradient taken step by step back to it, then conv's rule.
+    .backward([](GradCtx& g) {
+      FusedInputs fi = fusedInputs(g.n(), g.attrs);
+      const std::string& act = g.attrs.s("activation");
+      Expr dy = g.dy;
+      if(!g.attrs.s("post_activation").empty()) dy = where(gt(g.y(), 0.0), dy, 0.0);
+      if(fi.residual >= 0 && g.needs(size_t(fi.residual))) g.add(size_t(fi.residual), dy);
+      if(!(g.needs(0) || g.needs(1) || (fi.bias && g.needs(2)))) return;
+      Expr z = g.graph.make(kConv, fi.bias ? std::vector<Expr>{g.x(0), g.x(1), g.x(2)} : std::vector<Expr>{g.x(0), g.x(1)},
+                            pick(g.attrs, {"strides", "dilations", "pads", "group"}));
+      convBackward(g, activationGrad(act, g.attrs, z, applyActivation(z, act, g.attrs), dy), fi.bias);
+    })
+    .noOnnx("internal: made by the inference rewrite runtime/fuse_conv from Conv and its epilogue");
+
+Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f, const ConvOptions& o) {
+  std::vector<Expr> in{x, W};
+  if(b) in.push_back(b);
+  if(residual) in.push_back(residual);
+  AttrList l = convAttrs(o);
+  l.emplace_back("activation", attr(f.activation));
+  l.emplace_back("alpha", attr(f.alpha));
+  l.emplace_back("beta", attr(f.beta));
+  l.emplace_back("residual", attr(int64_t(residual ? 1 : 0)));
+  l.emplace_back("post_activation", attr(f.postActivation));
+  return x->graph()->make(kFusedConv, in, l);
 }
 
 // ---------------------------------------------------------- conv_transpose

@@ -4,6 +4,7 @@
 // end_1, .., end_n] (empty: all 0).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <onyx/backend/cpu/conv_geom.h>
@@ -21,6 +22,17 @@ struct ConvOptions {
 // y[n, m, o..] = b[m] + sum_{c, k..} W[m, c, k..] * x[n, g*C/group + c, o*s + k*d - pad_begin]
 // with W [M, C/group, k..], b [M] or null; out of range positions read 0.
 Expr conv(Expr x, Expr W, Expr b = nullptr, const ConvOptions& o = {});
+// conv followed by an epilogue, in one kernel (oneDNN post-ops in float32):
+// y = post(act(conv(x, W, b)) + residual). activation: "" (none), relu,
+// leaky_relu (alpha), clip (min alpha, max beta), hard_sigmoid (alpha, beta),
+// hard_swish, swish, gelu, gelu_tanh, sigmoid, tanh; residual shaped like y
+// or null; postActivation "" or "relu" (after the residual add).
+struct FusedConvOptions {
+  std::string activation;
+  double alpha = 0, beta = 0;
+  std::string postActivation;
+};
+Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f, const ConvOptions& o = {});
 // The transpose (adjoint in x) of conv: x [N, C, ..], W [C, M/group, k..],
 // b [M] or null; output size s*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end.
 Expr conv_transpose(Expr x, Expr W, Expr b = nullptr, const ConvOptions& o = {});

@@ -4,6 +4,7 @@
 
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/graph/expression_graph.h>
+#include <onyx/runtime/fuse_conv.h>
 
 namespace onyx {
 
@@ -101,10 +102,14 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     g.setInference(!options_.trainable);
     fresh->imported = importGraph(*model_, g, inputs, options_.trainable);
     fresh->reusable = !key.empty() && !fresh->imported.valueDependent;
+    std::vector<Expr> kept;
     for(auto& kv : fresh->imported.outputs) {
-      if(kv.second.kind == OnnxValue::Kind::Tensor) kv.second.tensor->keepValue();
-      for(Expr& e : kv.second.sequence) e->keepValue();
+      if(kv.second.kind == OnnxValue::Kind::Tensor) kept.push_back(kv.second.tensor);
+      for(Expr& e : kv.second.sequence) kept.push_back(e);
     }
+    for(Expr& e : kept) e->keepValue();
+    // fused_conv has a CPU kernel only; training graphs keep the plain ops.
+    if(options_.fuse && !options_.trainable && options_.device.type == DeviceType::cpu) fuseConvEpilogues(g, kept);
     g.forward();
     ++built_;
     c = fresh.get();

@@ -24,6 +24,9 @@ struct SessionOptions {
   int threads = 0;  // 0: leave the OpenMP default
   // Initializers become trainable params (for fine-tuning) instead of constants.
   bool trainable = false;
+  // Inference graphs fold convolution epilogues into fused_conv
+  // (runtime/fuse_conv.h); off: the graph as imported (for comparisons).
+  bool fuse = true;
 };
 
 class Session {

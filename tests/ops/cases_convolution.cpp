@@ -2,6 +2,8 @@
 // output positions and kernel taps in doubles (no im2col, no GEMM).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include <onyx/ops/convolution.h>
@@ -135,6 +137,50 @@ void convGradWeightCase(const char* name, V xs, V dys, V k, Geo g) {
                            [g, k](Rs r) { return refConvGradWeight(r[0], r[1], k, g); }});
 }
 
+// ------------------------------------------------------------ fused_conv
+
+double refActivation(const std::string& act, double a, double b, double v) {
+  if(act == "relu") return std::max(v, 0.0);
+  if(act == "leaky_relu") return v >= 0 ? v : a * v;
+  if(act == "clip") return std::min(std::max(v, a), b);
+  if(act == "hard_sigmoid") return std::max(0.0, std::min(1.0, a * v + b));
+  if(act == "hard_swish") return v * std::max(0.0, std::min(1.0, v / 6 + 0.5));
+  if(act == "swish") return v / (1 + std::exp(-v));
+  if(act == "gelu") return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  if(act == "gelu_tanh") return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  if(act == "sigmoid") return 1 / (1 + std::exp(-v));
+  if(act == "tanh") return std::tanh(v);
+  return v;
+}
+
+// fused_conv on a 2-D pad-1 conv (x [2, 3, 5, 5], W [4, 3, 3, 3]) with bias
+// unless noBias, the activation, a residual when `residual`, relu after it
+// when `post`.
+void fusedConvCase(const std::string& act, double alpha, double beta, bool residual, bool post, bool noBias = false) {
+  const Geo g{{}, {}, {1, 1, 1, 1}, 1, {}};
+  const bool bias = !noBias;
+  std::vector<InputSpec> ins{in({2, 3, 5, 5}), in({4, 3, 3, 3})};
+  if(bias) ins.push_back(in({4}));
+  if(residual) ins.push_back(in({2, 4, 5, 5}));
+  std::string name = (act.empty() ? std::string("none") : act) + (residual ? "_residual" : "") + (post ? "_relu" : "") +
+                     (bias ? "" : "_nobias");
+  FusedConvOptions f{act, alpha, beta, post ? "relu" : ""};
+  cases().push_back(OpCase{"fused_conv", name, ins,
+                           [=](Xs x) {
+                             return fused_conv(x[0], x[1], bias ? x[2] : Expr(), residual ? x.back() : Expr(), f,
+                                               opts(g));
+                           },
+                           [=](Rs r) {
+                             Ref y = refConv(r[0], r[1], bias ? &r[2] : nullptr, g);
+                             for(int64_t i = 0; i < y.size(); ++i) {
+                               double v = refActivation(act, alpha, beta, y[i]);
+                               if(residual) v += r.back()[i];
+                               y[i] = post ? std::max(v, 0.0) : v;
+                             }
+                             return y;
+                           }});
+}
+
 // ------------------------------------------------------------------ cases
 
 [[maybe_unused]] const bool registered = [] {
@@ -156,6 +202,21 @@ void convGradWeightCase(const char* name, V xs, V dys, V k, Geo g) {
 
   convGradWeightCase("2d_stride_pad", {2, 2, 5, 4}, {2, 3, 3, 2}, {2, 2}, {{2, 2}, {}, {1, 0, 0, 0}, 1, {}});
   convGradWeightCase("2d_group2_dilation", {1, 4, 5, 5}, {1, 2, 3, 1}, {2, 3}, {{}, {1, 2}, {}, 2, {}});
+  fusedConvCase("", 0, 0, false, false);
+  fusedConvCase("relu", 0, 0, false, false);
+  fusedConvCase("relu", 0, 0, true, true);
+  fusedConvCase("leaky_relu", 0.1, 0, false, false);
+  fusedConvCase("clip", -0.5, 0.5, false, false);
+  fusedConvCase("hard_sigmoid", 0.2, 0.5, false, false);
+  fusedConvCase("hard_swish", 0, 0, true, false);
+  fusedConvCase("swish", 0, 0, false, false);
+  fusedConvCase("swish", 0, 0, true, true, true);
+  fusedConvCase("gelu", 0, 0, false, false);
+  fusedConvCase("gelu_tanh", 0, 0, true, false);
+  fusedConvCase("sigmoid", 0, 0, false, false);
+  fusedConvCase("tanh", 0, 0, true, false, true);
+  fusedConvCase("", 0, 0, true, true);
+  fusedConvCase("", 0, 0, true, false, true);
   return true;
 }();
 
