@@ -149,7 +149,7 @@ ONYX_OP(kChannelAffine, "channel_affine")
       if(c.out.type() == Type::float32) channelAffineKernel<float>(c);
       else channelAffineKernel<double>(c);
     })
-    .gpuOnHost("no GPU form yet")
+    .gpuOnHost("no GPU form yet: a CPU inference kernel (issue 16); GPU graphs get it from the importer on host copies")
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
       const Shape& xs = x->shape();

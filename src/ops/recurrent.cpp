@@ -152,7 +152,7 @@ ONYX_OP(kLstmSequence, "lstm_sequence")
       if(t == Type::float64) return lstmKernel<double>(c);
       fail("lstm_sequence: element type ", t, " is not supported (float32, float64)");
     })
-    .gpuOnHost("no GPU form yet")
+    .gpuOnHost("no GPU form yet: a CPU inference kernel (issue 16); GPU graphs get it from the importer on host copies")
     .notDifferentiable("the fused inference form of ONNX LSTM; a graph built for training imports LSTM unrolled")
     // Back to one ONNX LSTM (opset 7 on: the attributes read here); with the
     // cell state, Y_c is appended to Y as the kernel does.
