@@ -217,9 +217,11 @@ void appendPostOps(dnnl::post_ops& po, const ConvEpilogue& ep) {
 // reorder in and out). Timed on the 2-core Zen 4 (2 threads) over
 // ResNet-50's and MobileNetV2/EfficientNet's shapes: blocked wins for nearly
 // all, depthwise by 4-10x, except
-// - a 1x1 dense conv (stride 1, no pads) forward or weight gradient, which
-//   on plain tensors is one GEMM per sample (plain 1.1x faster forward,
-//   2.3x for the weight gradient);
+// - a 1x1 dense conv (stride 1, no pads) weight gradient, which on plain
+//   tensors is one GEMM per sample (2.3x faster). Not its forward: in a whole
+//   ResNet-50 (batch 1, 1 thread) the plain 1x1 forwards ran oneDNN's
+//   gemm-based kernel ("x64:gemm:jit", ONEDNN_VERBOSE=1) at 249 ms of a
+//   3-run total against 59 ms for every blocked conv together;
 // - an image with few channels (ResNet's 3-channel input) in the transposed
 //   conv that writes it (its blocked dst pads 3 channels to 16: plain 3.5x
 //   faster) and in the weight gradient that reads it (plain 1.5x faster).
@@ -227,7 +229,7 @@ void appendPostOps(dnnl::post_ops& po, const ConvEpilogue& ep) {
 //   such a src plain anyway and blocks only the output.
 bool usePlain(Kind kind, const ConvDims& cd, DnnlLayout layout) {
   if(layout != DnnlLayout::Auto) return layout == DnnlLayout::Plain;
-  if(kind != Kind::Transposed && cd.G == 1 && cd.direct) return true;
+  if(kind != Kind::Transposed && kind != Kind::Forward && cd.G == 1 && cd.direct) return true;
   if(kind == Kind::Forward) return cd.M <= 4;  // a written tensor of few channels, as below
   return cd.C <= 4;
 }
