@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include <unistd.h>
+
 namespace onyx {
 namespace test {
 
@@ -434,7 +436,7 @@ TEST_P(OpRoundTrip, OnnxAndNative) {
   std::string tag = c.op + "/" + c.name;
 
   // Native: save, reload into a fresh graph, same bits.
-  std::string npz = ::testing::TempDir() + "/onyx_rt_" + std::to_string(GetParam()) + ".npz";
+  std::string npz = ::testing::TempDir() + "/onyx_rt_" + std::to_string(::getpid()) + "_" + std::to_string(GetParam()) + ".npz";
   saveNative(npz, spec);
   {
     auto g2 = New<ExpressionGraph>();
@@ -496,7 +498,7 @@ TEST_P(OpRoundTrip, OnnxAndNative) {
       ADD_FAILURE() << msg;
       continue;
     }
-    std::string path = ::testing::TempDir() + "/onyx_rt_" + std::to_string(GetParam()) + ".onnx";
+    std::string path = ::testing::TempDir() + "/onyx_rt_" + std::to_string(::getpid()) + "_" + std::to_string(GetParam()) + ".onnx";
     io::writeFileAtomic(path, r.model);
     try {
       auto model = Model::load(path);
