@@ -182,7 +182,7 @@ def bench_config(args, bench, model_path, specs, threads, onyx_env):
     for s in specs:
         onyx_cmd += ["--input", s]
         ort_cmd += ["--input", s]
-    onyx_runs, ort_runs = [], []
+    onyx_runs, ort_runs, none_runs = [], [], []
     for r in range(args.rounds):
         # Swapping the order every round: neither engine always runs just
         # after the other one (caches, clocks, the other processes).
@@ -192,6 +192,9 @@ def bench_config(args, bench, model_path, specs, threads, onyx_env):
         else:
             ort_runs.append(run_json(ort_cmd))
             onyx_runs.append(run_json(onyx_cmd, onyx_env))
+        if args.opt_none:
+            # The graph as imported (no optimizer passes), in the same round.
+            none_runs.append(run_json(onyx_cmd + ["--opt-level", "none"], onyx_env))
     oy = [x for r in onyx_runs for x in r["samples_ms"]]
     ot = [x for r in ort_runs for x in r["samples_ms"]]
     row = {
@@ -208,6 +211,10 @@ def bench_config(args, bench, model_path, specs, threads, onyx_env):
         "ort_base": float(np.median([r["base_rss_mb"] for r in ort_runs])),
     }
     row["ratio"] = row["onyx_median"] / row["ort_median"]
+    if none_runs:
+        on = [x for r in none_runs for x in r["samples_ms"]]
+        row["none_median"] = float(np.median(on))
+        row["none_ratio"] = row["none_median"] / row["ort_median"]
     return row
 
 
@@ -258,6 +265,9 @@ def main(argv=None):
     ap.add_argument("--cache", default=os.path.join(REPO, "build", "bench_models"),
                     help="folder of the exported real models (tools/bench_models.py)")
     ap.add_argument("--cmake-cache", help="CMakeCache.txt of the Onyx build (default: BIN/../CMakeCache.txt)")
+    ap.add_argument("--opt-none", action="store_true",
+                    help="also run Onyx at optimization level none (onnx-bench --opt-level none) in every round, "
+                         "for the columns 'level none'")
     ap.add_argument("--onyx-env", action="append", default=[], metavar="KEY=VALUE",
                     help="environment variable for the onnx-bench processes (repeatable; listed in the report)")
     # worker mode (internal)
@@ -381,16 +391,22 @@ def main(argv=None):
 
     ok = [r for r in rows if "error" not in r]
     L.append("### Latency\n")
-    L.append("Ratio = Onyx median / onnxruntime median (below 1: Onyx faster). Runs: timed runs pooled, Onyx / ORT.\n")
-    L.append("| model | batch | threads | Onyx median ms | Onyx p90 ms | ORT median ms | ORT p90 ms | ratio | runs |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("Ratio = Onyx median / onnxruntime median (below 1: Onyx faster). Runs: timed runs pooled, Onyx / ORT. "
+             "Onyx runs at its default optimization level (all)" +
+             (("; the 'level none' columns are Onyx with no optimizer pass (`--opt-level none`), run in the same "
+               "rounds.\n") if args.opt_none else ".\n"))
+    extra = " level none ms | level none ratio |" if args.opt_none else ""
+    L.append("| model | batch | threads | Onyx median ms | Onyx p90 ms | ORT median ms | ORT p90 ms | ratio | runs |" + extra)
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.opt_none else ""))
     for r in rows:
         if "error" in r:
             L.append(f"| {r['model']} | {r['batch']} | {r['threads']} | failed: {r['error'].replace('|', '/')} "
-                     "| | | | | |")
+                     "| | | | | |" + (" | |" if args.opt_none else ""))
         else:
+            cols = f" {r['none_median']:.3f} | {r['none_ratio']:.2f} |" if args.opt_none else ""
             L.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {r['onyx_median']:.3f} | {r['onyx_p90']:.3f} | "
-                     f"{r['ort_median']:.3f} | {r['ort_p90']:.3f} | {r['ratio']:.2f} | {r['onyx_n']} / {r['ort_n']} |")
+                     f"{r['ort_median']:.3f} | {r['ort_p90']:.3f} | {r['ratio']:.2f} | {r['onyx_n']} / {r['ort_n']} |"
+                     + cols)
     if real:
         L.append("\n### Throughput against the machine's peak\n")
         L.append("| model | batch | threads | GFLOP per run | Onyx GFLOP/s | Onyx % peak | ORT GFLOP/s | ORT % peak |")
@@ -400,7 +416,7 @@ def main(argv=None):
                      f"{r['onyx_gflops']:.1f} | {100 * r['onyx_frac']:.1f} | {r['ort_gflops']:.1f} | "
                      f"{100 * r['ort_frac']:.1f} |")
         L.append("\n### Against the goal\n")
-        L.append("Issue 16's goal: Onyx at or below 0.9x onnxruntime's median at 2 threads, at most 1.2x at 1 "
+        L.append("The goal of issues 16 and 17: Onyx at or below 0.9x onnxruntime's median at 2 threads, at most 1.2x at 1 "
                  "thread, peak RSS at or below onnxruntime's (whose worker's RSS includes the Python interpreter: "
                  "see the next table).\n")
         L.append("| model | batch | ratio, 1 thread | ratio, 2 threads | peak RSS Onyx / ORT MiB | goal met |")
