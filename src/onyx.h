@@ -19,6 +19,8 @@
 #include <onyx/graph/node.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/debug.h>
+#include <onyx/graph/passes/passes.h>
+#include <onyx/graph/profiler.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/ops.h>

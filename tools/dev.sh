@@ -59,6 +59,9 @@ node_tests() {
 }
 
 build() {
+  # ccache keys on the compiler's command line: paths under the checkout are
+  # made relative, so a clean clone elsewhere (CI) hits this machine's cache.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   # ONYX_CUDA_ARCHITECTURES (e.g. 90) narrows the GPU code built (CI: one
   # architecture is enough to compile and link the backend).
   local arch=()

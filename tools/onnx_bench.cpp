@@ -6,6 +6,8 @@
 //   onnx-bench model.onnx --input x=x.npy --warmup 5
 //   onnx-bench resnet18.onnx --train --device gpu0
 //   onnx-bench resnet50.onnx --iters 50 --time-limit 2 --min-iters 3
+//   onnx-bench resnet50.onnx --profile --profile-json trace.json   # time per op type, top nodes
+//   onnx-bench resnet50.onnx --opt-level none                      # no graph pass
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -148,7 +150,21 @@ int main(int argc, char** argv) {
                "time training steps instead of inference: build the graph with the initializers as params, "
                "loss = mean(output 0 squared), forward, backward, one Sgd step (--lr)");
   app.add_option("--lr", lr, "with --train: the Sgd learning rate")->capture_default_str();
+  std::string optLevel = "all", profileJson;
+  bool profile = false;
+  size_t profileTop = 20;
+  app.add_option("--opt-level", optLevel, "graph passes: none, basic or all")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "basic", "all"}));
+  app.add_flag("--profile", profile,
+               "time every node of the timed runs; print the time per op type and the slowest nodes");
+  app.add_option("--profile-top", profileTop, "with --profile: how many of the slowest nodes to list")
+      ->capture_default_str();
+  app.add_option("--profile-json", profileJson,
+                 "write the timed runs' node times as a Chrome trace (chrome://tracing, Perfetto) to FILE "
+                 "(implies --profile)");
   CLI11_PARSE(app, argc, argv);
+  if(!profileJson.empty()) profile = true;
 
   try {
     std::map<std::string, int64_t> dims;
@@ -171,6 +187,9 @@ int main(int argc, char** argv) {
     SessionOptions so;
     so.device = parseDevice(device);
     so.threads = threads;
+    so.optimization = parseOptLevel(optLevel);
+    so.profile = profile && !train;
+    if(profile && train) throw Error("--profile times inference runs; it does not combine with --train");
     t0 = Clock::now();
     Session session(model, so);
     double sessionMs = msSince(t0);
@@ -240,6 +259,7 @@ int main(int argc, char** argv) {
       runOnce();
       warmMs += msSince(t0);
     }
+    if(session.profiler()) session.profiler()->reset();  // the timed runs only
     std::vector<double> lat;
     lat.reserve(static_cast<size_t>(iters));
     double timedMs = 0;
@@ -285,6 +305,11 @@ int main(int argc, char** argv) {
       }
     }
 
+    std::string passes;
+    for(const auto& p : session.passesFired()) passes += (passes.empty() ? "" : ", ") + p.first + " " + std::to_string(p.second);
+    if(passes.empty()) passes = "none fired";
+    if(!profileJson.empty()) session.profiler()->writeChromeTrace(profileJson);
+
     if(json) {
       std::ostringstream o;
       o << std::setprecision(6);
@@ -293,6 +318,7 @@ int main(int argc, char** argv) {
         << ", \"warmup\": " << warmed << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
+        << ", \"opt_level\": " << jsonString(optLevel) << ", \"passes\": " << jsonString(train ? "" : passes)
         << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
       for(size_t i = 0; i < lat.size(); ++i) o << (i ? ", " : "") << lat[i];
       o << "]}";
@@ -309,6 +335,9 @@ int main(int argc, char** argv) {
                 << "latency p90:      " << p90 << " ms (min " << mn << ", max " << mx << ")\n"
                 << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
                 << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
+      if(!train) std::cout << "graph passes:     " << passes << " (--opt-level " << optLevel << ")\n";
+      if(session.profiler()) std::cout << session.profiler()->report(profileTop);
+      if(!profileJson.empty()) std::cout << "chrome trace:     " << profileJson << "\n";
     }
     return 0;
   } catch(const std::exception& e) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <unordered_map>
 
 #include <onyx/core/device_backend.h>
 #include <onyx/core/logging.h>
@@ -167,8 +168,9 @@ void ExpressionGraph::redefine(Expr e, const OpDef& op, const std::vector<Expr>&
   bool trainable = false;
   for(const Expr& in : inputs) {
     Node* c = in.operator->();
-    ONYX_ASSERT(c->graph_ == this && c->id_ < node->id_, "redefine: input ", c->type(), " #", c->id_,
-                " is not built before node #", node->id_);
+    // A leaf has its value before any op runs: it may be one made for the rewrite.
+    ONYX_ASSERT(c->graph_ == this && (c->id_ < node->id_ || c->kind_ != NodeKind::Op), "redefine: input ",
+                c->type(), " #", c->id_, " is not built before node #", node->id_);
     children.push_back(c);
     trainable = trainable || c->trainable_;
   }
@@ -213,6 +215,88 @@ void ExpressionGraph::retire(Expr e) {
   node->kernelState_.reset();
   node->keep_ = false;
   cseRebuild();
+}
+
+size_t ExpressionGraph::replaceUses(Expr fromE, Expr toE) {
+  Node* from = fromE.operator->();
+  Node* to = toE.operator->();
+  ONYX_ASSERT(from->graph_ == this && to->graph_ == this, "replaceUses: nodes of another graph");
+  ONYX_ASSERT(from->shape_ == to->shape_ && from->type_ == to->type_, "replaceUses: ", from->shape_, " ",
+              from->type_, " by ", to->shape_, " ", to->type_);
+  size_t rewired = 0;
+  for(size_t i = 0; i < count_; ++i) {
+    Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
+    bool changed = false;
+    for(Node*& c : n->children_)
+      if(c == from) {
+        ONYX_ASSERT(to->id_ < n->id_ || to->kind_ != NodeKind::Op, "replaceUses: #", to->id_,
+                    " is not built before its new reader #", n->id_);
+        c = to;
+        changed = true;
+        ++rewired;
+      }
+    if(changed) {
+      n->computeHash();
+      n->kernelState_.reset();
+    }
+  }
+  if(rewired) cseRebuild();
+  return rewired;
+}
+
+void ExpressionGraph::makeConstant(Expr e, Tensor value) {
+  Node* node = e.operator->();
+  ONYX_ASSERT(node->graph_ == this && node->kind_ == NodeKind::Op, "makeConstant: not an op node of this graph");
+  ONYX_ASSERT(value && value->shape() == node->shape_ && value->type() == node->type_, "makeConstant: a value of ",
+              value ? value->shape() : Shape(), " for node #", node->id_, " of ", node->shape_, " ", node->type_);
+  node->kind_ = NodeKind::Constant;
+  node->op_ = nullptr;
+  node->children_.clear();
+  node->attrs_.clear();
+  node->val_ = std::move(value);
+  node->kernelState_.reset();
+  cseRebuild();
+}
+
+size_t ExpressionGraph::prune(const std::vector<Expr>& keep) {
+  std::vector<char> live(count_, 0);
+  std::vector<Node*> order(count_);
+  for(size_t i = 0; i < count_; ++i) order[i] = blocks_[i / kBlockNodes] + i % kBlockNodes;
+  // Node i sits at position i of the pool (build order), so a reverse sweep
+  // marks every producer after all of its readers.
+  // Params live outside the pool and always stay; inputs stay (they are
+  // bound by name); a constant goes with its last reader.
+  std::unordered_map<const Node*, size_t> pos;
+  for(size_t i = 0; i < count_; ++i) pos[order[i]] = i;
+  for(const Expr& k : keep) {
+    auto it = k ? pos.find(k.get()) : pos.end();
+    if(it != pos.end()) live[it->second] = 1;
+  }
+  for(size_t i = count_; i-- > 0;) {
+    Node* n = order[i];
+    if(n->gen_ == 0) continue;
+    if(n->keep_ || n->checkpoint_ || !n->debugMsg_.empty() || n->kind_ == NodeKind::Input) live[i] = 1;
+    if(!live[i]) continue;
+    for(Node* c : n->children_) {
+      auto it = pos.find(c);
+      if(it != pos.end()) live[it->second] = 1;
+    }
+  }
+  size_t dropped = 0;
+  for(size_t i = 0; i < count_; ++i) {
+    Node* n = order[i];
+    if(live[i] || n->gen_ == 0) continue;
+    n->kind_ = NodeKind::Constant;
+    n->gen_ = 0;
+    n->op_ = nullptr;
+    n->children_.clear();
+    n->attrs_.clear();
+    n->val_ = nullptr;
+    n->kernelState_.reset();
+    ++dropped;
+  }
+  if(dropped) cseRebuild();
+  return dropped;
 }
 
 void ExpressionGraph::clear() {
@@ -535,12 +619,19 @@ void ExpressionGraph::forward() {
   for(Node* n : order) {
     if(n->kind_ == NodeKind::Input) ONYX_CHECK(n->val_, "input '", n->name_, "' has no value: bind a tensor before forward()");
     if(n->kind_ != NodeKind::Op) continue;
-    computeNode(n);
+    if(profiler_) {
+      auto t0 = Profiler::Clock::now();
+      computeNode(n);
+      profiler_->record(*n, t0, Profiler::Clock::now());
+    } else {
+      computeNode(n);
+    }
     if(freeing) {
       for(Node* c : n->children_)
         if(--c->pending_ == 0) releaseValue(c);
     }
   }
+  if(profiler_) profiler_->endRun();
   for(Node* n : order)
     if(n->kind_ == NodeKind::Param && !n->debugMsg_.empty()) printDebug(n, false);
   for(auto& kv : paramNodes_)

@@ -12,6 +12,7 @@
 #include <onyx/core/ptr.h>
 #include <onyx/graph/node.h>
 #include <onyx/graph/op_def.h>
+#include <onyx/graph/profiler.h>
 
 namespace onyx {
 
@@ -56,6 +57,9 @@ public:
   void setCheckpointing(bool on) { checkpointing_ = on; }
   bool isCheckpointing() const { return checkpointing_; }
   void setSeed(uint64_t seed) { rng_.seed(seed); }
+  // Times every node forward() runs into `p` (graph/profiler.h); null: off.
+  void setProfiler(std::shared_ptr<Profiler> p) { profiler_ = std::move(p); }
+  const std::shared_ptr<Profiler>& profiler() const { return profiler_; }
   Rng& rng() { return rng_; }
 
   // ---- leaves ----
@@ -91,7 +95,7 @@ public:
             std::initializer_list<std::pair<const char*, AttrValue>> attrs = {});
   Expr make(const OpDef& op, const std::vector<Expr>& inputs, const std::vector<std::pair<std::string, AttrValue>>& attrs);
 
-  // ---- rewriting (for passes over a built graph, e.g. runtime/fuse_conv) ----
+  // ---- rewriting (for passes over a built graph, e.g. graph/passes/fuse_conv) ----
   // Makes op node `node` compute op(inputs) with `attrs` instead, in place,
   // so its consumers and the Exprs to it stay valid. The new definition must
   // give the node's shape and type, and every input must have been built
@@ -101,6 +105,17 @@ public:
   // Drops op node `node`, which no node may use any more: forward() no longer
   // runs it, nodes() leaves it out, and Exprs to it become stale.
   void retire(Expr node);
+  // Every node that reads `from` reads `to` instead (same shape and type;
+  // `to` built before each of those readers). Exprs held elsewhere still
+  // point to `from`. Returns the number of inputs rewired.
+  size_t replaceUses(Expr from, Expr to);
+  // Makes op node `node` a constant holding `value` (its shape and type, on
+  // the graph's device): forward() no longer runs it, its inputs lose a
+  // reader. For constant folding.
+  void makeConstant(Expr node, Tensor value);
+  // Drops every op node that no kept node depends on (`keep`: the graph's
+  // outputs). Returns how many were dropped.
+  size_t prune(const std::vector<Expr>& keep);
 
   // ---- execution ----
   void forward();
@@ -159,6 +174,7 @@ private:
   bool inference_ = false;
   bool checkpointing_ = false;
   Rng rng_{1234};
+  std::shared_ptr<Profiler> profiler_;
 
   // Node pool: fixed blocks, nodes addressed by index; never shrinks until
   // destruction, so a rebuilt graph reuses the same memory.

@@ -699,8 +699,8 @@ ONYX_OP(kFusedConv, "fused_conv")
                             pick(g.attrs, {"strides", "dilations", "pads", "group"}));
       convBackward(g, activationGrad(act, g.attrs, z, applyActivation(z, act, g.attrs), dy), fi.bias);
     })
-    .noOnnx("internal: made by the inference rewrite runtime/fuse_conv from Conv and its epilogue")
-    .gpuOnHost("no GPU form yet: made only by the CPU inference rewrite (runtime/fuse_conv), never in a GPU graph");
+    .noOnnx("internal: made by the inference rewrite graph/passes/fuse_conv from Conv and its epilogue")
+    .gpuOnHost("no GPU form yet: made only by the CPU inference rewrite (graph/passes/fuse_conv), never in a GPU graph");
 
 Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f, const ConvOptions& o) {
   std::vector<Expr> in{x, W};

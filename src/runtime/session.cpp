@@ -4,19 +4,20 @@
 
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/graph/expression_graph.h>
-#include <onyx/runtime/fuse_conv.h>
 
 namespace onyx {
 
 struct Session::Cached {
   std::shared_ptr<ExpressionGraph> graph;
   ImportedGraph imported;
+  PassCounts passes;
   bool reusable = false;
 };
 
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options) {
   ONYX_CHECK(model_ != nullptr, "Session: null model");
+  if(options_.profile) profiler_ = std::make_shared<Profiler>();
   static const bool warned = [] {
     if(!host::blasIsOpenMP())
       std::fprintf(stderr, "onyx: warning: the OpenBLAS loaded is not its OpenMP build; BLAS runs a second thread "
@@ -28,6 +29,11 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
 Session::~Session() = default;
 
 std::shared_ptr<ExpressionGraph> Session::lastGraph() const { return last_ ? last_->graph : nullptr; }
+
+const PassCounts& Session::passesFired() const {
+  static const PassCounts none;
+  return last_ ? last_->passes : none;
+}
 
 namespace {
 
@@ -108,8 +114,8 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
       for(Expr& e : kv.second.sequence) kept.push_back(e);
     }
     for(Expr& e : kept) e->keepValue();
-    // fused_conv has a CPU kernel only; training graphs keep the plain ops.
-    if(options_.fuse && !options_.trainable && options_.device.type == DeviceType::cpu) fuseConvEpilogues(g, kept);
+    fresh->passes = optimizeGraph(g, kept, options_.optimization);
+    g.setProfiler(profiler_);
     g.forward();
     ++built_;
     c = fresh.get();

@@ -13,6 +13,8 @@
 
 #include <onyx/core/device.h>
 #include <onyx/core/tensor.h>
+#include <onyx/graph/passes/passes.h>
+#include <onyx/graph/profiler.h>
 #include <onyx/runtime/model.h>
 
 namespace onyx {
@@ -24,9 +26,12 @@ struct SessionOptions {
   int threads = 0;  // 0: leave the OpenMP default
   // Initializers become trainable params (for fine-tuning) instead of constants.
   bool trainable = false;
-  // Inference graphs fold convolution epilogues into fused_conv
-  // (runtime/fuse_conv.h); off: the graph as imported (for comparisons).
-  bool fuse = true;
+  // The graph passes run on each graph built (graph/passes/passes.h): none,
+  // basic (constant folding, no-op elimination, pruning) or all (basic and
+  // the fusions: batch norm into conv, GELU, matmul + bias, conv epilogues).
+  OptLevel optimization = OptLevel::all;
+  // Times every node of every run into profiler() (graph/profiler.h).
+  bool profile = false;
 };
 
 class Session {
@@ -44,11 +49,17 @@ public:
   size_t graphsBuilt() const { return built_; }
   // The graph of the last run (for inspection, training and export).
   std::shared_ptr<ExpressionGraph> lastGraph() const;
+  // The passes that rewrote the last run's graph, with their counts.
+  const PassCounts& passesFired() const;
+  // With SessionOptions::profile: the node times of every run so far (reset()
+  // it to start over, e.g. after warm-up runs); null otherwise.
+  const std::shared_ptr<Profiler>& profiler() const { return profiler_; }
 
 private:
   struct Cached;
   std::shared_ptr<const Model> model_;
   SessionOptions options_;
+  std::shared_ptr<Profiler> profiler_;
   std::map<std::string, std::unique_ptr<Cached>> cache_;
   std::unique_ptr<Cached> scratch_;  // the last value-dependent graph
   Cached* last_ = nullptr;

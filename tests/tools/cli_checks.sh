@@ -33,6 +33,28 @@ open('$T/wrong/output_0.pb','wb').write(numpy_helper.from_array(np.zeros((5,3),n
 check "onnx-run exits non-zero on a mismatch" [ $? -ne 0 ]
 check "the mismatch is one line naming the output" sh -c "lines() { [ \$(wc -l < \$1) -eq \$2 ]; }; lines '$T/e' 1 && grep -q \"output 'probs'\" '$T/e'"
 
+# Optimization levels: every level matches the reference outputs.
+for level in none basic all; do
+  "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level $level > "$T/o" 2> "$T/e"
+  check "onnx-run --opt-level $level matches the reference" [ $? -eq 0 ]
+done
+"$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level fast > "$T/o" 2> "$T/e"
+check "onnx-run --opt-level fast is refused" sh -c "[ $? -ne 0 ] && grep -q 'opt-level' '$T/e'"
+
+# The profiler: per op type, the slowest nodes, a Chrome trace.
+"$BIN/onnx-bench" "$M/model.onnx" --iters 3 --warmup 1 --profile --profile-top 2 --profile-json "$T/trace.json" > "$T/o" 2> "$T/e"
+check "onnx-bench --profile runs" [ $? -eq 0 ]
+check "the profile counts the timed runs only" grep -q "^profile: 3 run(s)" "$T/o"
+check "the profile lists op types and two top nodes" sh -c "grep -q '^per op type:' '$T/o' && grep -q '^top 2 nodes:' '$T/o'"
+check "onnx-bench names the passes that fired" grep -q "^graph passes: " "$T/o"
+check "the Chrome trace is JSON with one event per node and run" python3 -c "
+import json; t = json.load(open('$T/trace.json'))
+ev = t['traceEvents']; assert ev and all(e['ph'] == 'X' and e['dur'] >= 0 for e in ev), ev[:2]
+assert len(ev) % 3 == 0, len(ev)"
+"$BIN/onnx-bench" "$M/model.onnx" --iters 2 --warmup 0 --opt-level none --json > "$T/o" 2> "$T/e"
+check "onnx-bench --opt-level none runs no pass" python3 -c "
+import json; r = json.load(open('$T/o')); assert r['opt_level'] == 'none' and r['passes'] == 'none fired', r"
+
 # Bad input: one line on stderr naming the file, non-zero exit, no crash.
 head -c 100 "$M/model.onnx" > "$T/trunc.onnx"
 printf 'GIF89a not a model' > "$T/magic.onnx"

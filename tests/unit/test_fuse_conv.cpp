@@ -1,6 +1,6 @@
-// runtime/fuse_conv through Session: small ONNX models whose convolution
+// graph/passes/fuse_conv through Session: small ONNX models whose convolution
 // epilogues fold into fused_conv, checked against the same models run
-// unfused (SessionOptions::fuse = false), and the chains that must not fold.
+// unfused (SessionOptions::optimization none), and the chains that must not fold.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -102,7 +102,7 @@ struct Outcome {
 
 Outcome runModel(const std::string& path, bool fuse, std::vector<int64_t> rShape = {1, 4, 6, 6}) {
   SessionOptions o;
-  o.fuse = fuse;
+  o.optimization = fuse ? OptLevel::all : OptLevel::none;
   Session s(Model::load(path), o);
   int64_t rSize = 1;
   for(int64_t d : rShape) rSize *= d;

@@ -94,8 +94,10 @@ const Table* tableScalar() {
 
 bool cpuHas(Isa isa) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if(isa == Isa::avx512) return tableAvx512() && __builtin_cpu_supports("avx512f");
-  if(isa == Isa::avx2) return tableAvx2() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // The CPU first: tableAvx512() runs code compiled for its ISA (the table's
+  // static initialiser), which is an illegal instruction on a CPU without it.
+  if(isa == Isa::avx512) return __builtin_cpu_supports("avx512f") && tableAvx512();
+  if(isa == Isa::avx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && tableAvx2();
 #endif
   return isa == Isa::scalar;
 }

@@ -1,4 +1,5 @@
-#include <onyx/runtime/fuse_conv.h>
+#include <onyx/graph/passes/passes.h>
+#include <onyx/graph/passes/uses.h>
 
 #include <cmath>
 #include <map>
@@ -10,22 +11,12 @@
 
 namespace onyx {
 
+using passes::isOp;
+
 namespace {
 
 using AttrList = std::vector<std::pair<std::string, AttrValue>>;
 
-struct Uses {
-  std::map<const Node*, std::vector<Node*>> consumers;
-  std::set<const Node*> kept;
-  // n's only consumer, or null when n has several, none, or is kept.
-  Node* only(const Node* n) const {
-    if(kept.count(n)) return nullptr;
-    auto it = consumers.find(n);
-    return it != consumers.end() && it->second.size() == 1 ? it->second[0] : nullptr;
-  }
-};
-
-bool isOp(const Node* n, const char* name) { return n && n->kind() == NodeKind::Op && n->op()->name == name; }
 
 // The activation that node u applies to its input t, as fused_conv's
 // activation/alpha/beta; false when u is not one fused_conv takes.
@@ -61,11 +52,7 @@ bool activationOf(const Node* u, AttrList& out) {
 size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep) {
   const OpDef& fused = Registry::instance().get("fused_conv");
   const std::vector<Expr> nodes = g.nodes();
-  Uses uses;
-  for(const Expr& e : keep)
-    if(e) uses.kept.insert(e.get());
-  for(const Expr& e : nodes)
-    for(size_t i = 0; i < e->numChildren(); ++i) uses.consumers[e->child(i).get()].push_back(e.get());
+  passes::Uses uses(g, keep);
 
   size_t count = 0;
   for(const Expr& e : nodes) {
@@ -83,9 +70,9 @@ size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep) {
         chain.push_back(u);
         tail = u;
       }
-    } else if(!uses.kept.count(tail) && uses.consumers[tail].size() == 2) {
-      Node* s = uses.consumers[tail][0];
-      Node* m = uses.consumers[tail][1];
+    } else if(!uses.kept(tail) && uses.readers(tail).size() == 2) {
+      Node* s = uses.readers(tail)[0];
+      Node* m = uses.readers(tail)[1];
       if(isOp(m, "sigmoid")) std::swap(s, m);
       if(isOp(s, "sigmoid") && isOp(m, "mul") && uses.only(s) == m && m->numChildren() == 2 &&
          ((m->child(0).get() == tail && m->child(1).get() == s) || (m->child(0).get() == s && m->child(1).get() == tail))) {

@@ -1,0 +1,85 @@
+// Graph passes: rewrites of a built graph that keep its outputs' values
+// (up to float rounding, stated per pass) and do less work. A Session runs
+// them once per input-shape signature, after import and before the first
+// forward(), at the level SessionOptions::optimization names; the graph it
+// caches is the rewritten one. Each pass is a file of this folder; its rule
+// and the condition under which it is legal are stated here, once.
+//
+// Every pass takes `keep`, the nodes whose values are observed from outside
+// (graph outputs): those are never removed or merged away, and an
+// intermediate a fusion stops materialising must have no reader outside the
+// fused chain and must not be kept.
+//
+//   std::vector<Expr> outputs = {y};
+//   PassCounts fired = optimizeGraph(*graph, outputs, OptLevel::all);
+//   for(auto& [pass, n] : fired) std::cout << pass << ": " << n << "\n";
+#pragma once
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <onyx/graph/expression_graph.h>
+
+namespace onyx {
+
+// As onnxruntime's graph optimization levels: none runs no pass; basic the
+// exact, device-independent ones (constant folding, no-op elimination,
+// pruning); all adds the fusions into fused kernels.
+enum class OptLevel { none, basic, all };
+// "none" | "basic" | "all"; anything else is an onyx::Error naming the choices.
+OptLevel parseOptLevel(const std::string& s);
+const char* optLevelName(OptLevel level);
+
+// Each pass that fired and how many rewrites it made, in the order run.
+using PassCounts = std::vector<std::pair<std::string, size_t>>;
+
+// Runs the passes of `level` in order, then prune. Fusions into kernels
+// that exist only on the CPU (fused_conv) run only on CPU graphs, and none
+// of the fusions run on graphs built for training (they would change which
+// values autodiff sees).
+PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level);
+
+// fold_constants: an op node all of whose inputs are constants (and that is
+// not stochastic) becomes a constant holding its value, computed once.
+// Legal for any deterministic op; skipped where the value would be much
+// larger than its inputs (an Expand of a scalar to a large shape), which
+// would trade a cheap op for resident memory. Exact (the same kernel runs).
+size_t foldConstants(ExpressionGraph& g, const std::vector<Expr>& keep);
+
+// eliminate_noops: reshape/flatten/expand to the input's own shape, cast to
+// the input's own type and transpose by the identity permutation read their
+// input instead; reshape of reshape and transpose of transpose become one
+// op (none when the permutations cancel). Exact.
+size_t eliminateNoOps(ExpressionGraph& g, const std::vector<Expr>& keep);
+
+// fold_batch_norm: conv (constant W, constant or no bias) followed by
+// channel_affine (inference batch norm, constant s and t) becomes one conv
+// with W' = W * s[co] and b' = b * s + t. Legal when the conv has no other
+// reader and is not kept; W' rounds once more than W then s (float rounding).
+size_t foldBatchNorm(ExpressionGraph& g, const std::vector<Expr>& keep);
+
+// fuse_gelu: x * 0.5 * (1 + erf(x / sqrt(2))) as exporters write it (any
+// association of the two products, division by sqrt(2) or multiplication
+// by 1/sqrt(2)) becomes gelu(x). Legal when the intermediates have no other
+// reader and are not kept. Within gelu's stated accuracy (vecmath.h).
+size_t fuseGelu(ExpressionGraph& g, const std::vector<Expr>& keep);
+
+// fuse_matmul_add: matmul(x, W) + b with a 2-D W and b broadcasting to the
+// product's shape (a bias [N] or [1, N]) becomes affine(x, W, b): the bias
+// is written first and the GEMM accumulates onto it. Legal when the matmul
+// has no other reader and is not kept; the sum rounds in another order.
+size_t fuseMatmulAdd(ExpressionGraph& g, const std::vector<Expr>& keep);
+
+// fuse_conv: conv -> [activation] -> [add residual -> [relu]] becomes one
+// fused_conv, where the activation is relu, leaky_relu, clip (finite
+// bounds), hard_sigmoid, hard_swish, swish, gelu, sigmoid, tanh, or
+// x * sigmoid(x) written as sigmoid + mul (SiLU as PyTorch exports it), and
+// the residual is the add's other input, of the conv's shape and type.
+// Legal when every intermediate (the conv, the activation and the add) has
+// exactly one consumer in the chain and is not kept. Float types only.
+// Rewrites each chain in place (its last node becomes the fused_conv, the
+// others are retired); returns how many were fused.
+size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep);
+
+}  // namespace onyx

@@ -1,0 +1,371 @@
+// Graph passes (graph/passes/passes.h) on small graphs: each rewrite fires
+// where it is legal, leaves the graph alone where it is not, and the
+// rewritten graph computes what the graph as built computes. And the op
+// profiler (graph/profiler.h): what it records and writes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <onyx/graph/passes/passes.h>
+#include <onyx/onyx.h>
+
+namespace onyx {
+namespace {
+
+// A graph built by `build` (which returns its output) twice: once as built,
+// once rewritten by `pass`. Returns the number the pass reported and checks
+// that both give the same output within `tol` (relative to max |y|).
+struct Built {
+  Ptr<ExpressionGraph> g;
+  Expr y;
+};
+
+Built make(const std::function<Expr(ExpressionGraph&)>& build, bool inference = true) {
+  Built b;
+  b.g = New<ExpressionGraph>();
+  b.g->setInference(inference);
+  b.g->setSeed(7);
+  b.y = build(*b.g);
+  b.y->keepValue();
+  return b;
+}
+
+std::vector<double> values(Expr y) {
+  std::vector<double> v;
+  y->val()->get(v);
+  return v;
+}
+
+// Op counts by friendly name over the graph's live op nodes.
+std::map<std::string, int> opCounts(const ExpressionGraph& g) {
+  std::map<std::string, int> m;
+  for(const Expr& e : g.nodes())
+    if(e->kind() == NodeKind::Op) ++m[e->op()->name];
+  return m;
+}
+
+using Pass = size_t (*)(ExpressionGraph&, const std::vector<Expr>&);
+
+size_t checkPass(const std::function<Expr(ExpressionGraph&)>& build, Pass pass, double tol,
+                 std::map<std::string, int>* after = nullptr) {
+  Built ref = make(build), opt = make(build);
+  size_t n = pass(*opt.g, {opt.y});
+  opt.g->prune({opt.y});
+  ref.g->forward();
+  opt.g->forward();
+  std::vector<double> a = values(ref.y), b = values(opt.y);
+  EXPECT_EQ(a.size(), b.size());
+  double scale = 0;
+  for(double v : a) scale = std::max(scale, std::fabs(v));
+  for(size_t i = 0; i < a.size() && i < b.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], tol * std::max(scale, 1.0)) << "element " << i;
+  if(after) *after = opCounts(*opt.g);
+  return n;
+}
+
+Expr randomConst(ExpressionGraph& g, const Shape& s, double lo = -1, double hi = 1) {
+  return g.constant(s, inits::uniform(static_cast<float>(lo), static_cast<float>(hi)));
+}
+
+// ---- levels
+
+TEST(Passes, OptLevelNames) {
+  EXPECT_EQ(parseOptLevel("none"), OptLevel::none);
+  EXPECT_EQ(parseOptLevel("basic"), OptLevel::basic);
+  EXPECT_EQ(parseOptLevel("all"), OptLevel::all);
+  EXPECT_STREQ(optLevelName(OptLevel::basic), "basic");
+  try {
+    parseOptLevel("fast");
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'fast'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("none, basic or all"), std::string::npos) << e.what();
+  }
+}
+
+// ---- fold_constants
+
+TEST(Passes, FoldConstantsComputesConstantSubgraphsOnce) {
+  std::map<std::string, int> ops;
+  auto build = [](ExpressionGraph& g) {
+    Expr x = g.input("x", {3, 4});
+    x->bind(TensorBase::fromVector<float>(Shape({3, 4}), std::vector<float>(12, 0.25f)));
+    Expr w = randomConst(g, {4, 3});
+    Expr wt = transpose(w, {1, 0});  // constant: folded
+    Expr s = exp(randomConst(g, {4}));  // constant: folded
+    return (x * s) + wt;
+  };
+  size_t n = checkPass(build, foldConstants, 0, &ops);
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(ops.count("transpose"), 0u);
+  EXPECT_EQ(ops.count("exp"), 0u);
+  EXPECT_EQ(ops["mul"], 1);
+  EXPECT_EQ(ops["add"], 1);
+}
+
+TEST(Passes, FoldConstantsLeavesRandomAndLargeExpansions) {
+  std::map<std::string, int> ops;
+  Built b = make([](ExpressionGraph& g) {
+    Expr r = random_uniform(&g, Shape({4}));                          // stochastic: never folded
+    Expr big = expand(g.scalar(1.0, Type::float32), Shape({1024, 1024}));  // 4 MiB from 4 bytes
+    return sum(big, {0, 1}, false) + sum(r, {0}, false);
+  });
+  EXPECT_EQ(foldConstants(*b.g, {b.y}), 0u);
+  ops = opCounts(*b.g);
+  EXPECT_EQ(ops["random_uniform"], 1);
+  EXPECT_EQ(ops["expand"], 1);
+  b.g->forward();
+  EXPECT_GE(values(b.y)[0], 1024.0 * 1024.0);
+}
+
+// ---- eliminate_noops
+
+TEST(Passes, EliminateNoOpsDropsIdentitiesAndMergesChains) {
+  std::map<std::string, int> ops;
+  auto build = [](ExpressionGraph& g) {
+    const Registry& r = Registry::instance();
+    Expr x = g.input("x", {2, 3, 4});
+    std::vector<float> v(24);
+    for(size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) - 7.5f;
+    x->bind(TensorBase::fromVector<float>(Shape({2, 3, 4}), v));
+    Expr a = g.make(r.get("reshape"), {x}, {{"shape", attr(std::vector<int64_t>{2, 3, 4})}});  // same shape
+    Expr b = g.make(r.get("cast"), {a}, {{"to", int64_t(Type::float32)}});                     // same type
+    Expr c = g.make(r.get("transpose"), {b}, {{"perm", attr(std::vector<int>{0, 1, 2})}});     // identity
+    Expr d = transpose(transpose(c, {1, 0, 2}), {1, 0, 2});                                    // cancel
+    Expr e = transpose(transpose(d, {2, 0, 1}), {0, 2, 1});                                    // one transpose
+    Expr f = reshape(reshape(e, Shape({24})), Shape({6, 4}));                                  // one reshape
+    return sin(f);
+  };
+  size_t n = checkPass(build, eliminateNoOps, 0, &ops);
+  EXPECT_GE(n, 6u);
+  EXPECT_EQ(ops.count("cast"), 0u);
+  EXPECT_EQ(ops["transpose"], 1);
+  EXPECT_EQ(ops["reshape"], 1);
+  EXPECT_EQ(ops["sin"], 1);
+}
+
+TEST(Passes, EliminateNoOpsKeepsAGraphOutput) {
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = g.input("x", {2, 2});
+    x->bind(TensorBase::fromVector<float>(Shape({2, 2}), std::vector<float>{1, 2, 3, 4}));
+    return g.make(Registry::instance().get("reshape"), {x}, {{"shape", attr(std::vector<int64_t>{2, 2})}});
+  });
+  EXPECT_EQ(eliminateNoOps(*b.g, {b.y}), 0u);
+  EXPECT_EQ(opCounts(*b.g)["reshape"], 1);
+}
+
+// ---- fuse_gelu: the three associations exporters write
+
+Expr geluInput(ExpressionGraph& g) {
+  Expr x = g.input("x", {4, 8});
+  std::vector<float> v(32);
+  for(size_t i = 0; i < v.size(); ++i) v[i] = 0.37f * (static_cast<float>(i) - 15.f);
+  x->bind(TensorBase::fromVector<float>(Shape({4, 8}), v));
+  return x;
+}
+
+TEST(Passes, FuseGeluMatchesEachAssociation) {
+  std::vector<std::function<Expr(ExpressionGraph&)>> forms = {
+      [](ExpressionGraph& g) { Expr x = geluInput(g); return (x * (1.0 + erf(x / std::sqrt(2.0)))) * 0.5; },
+      [](ExpressionGraph& g) { Expr x = geluInput(g); return x * ((erf(x * std::sqrt(0.5)) + 1.0) * 0.5); },
+      [](ExpressionGraph& g) { Expr x = geluInput(g); return (x * 0.5) * (1.0 + erf(x / std::sqrt(2.0))); },
+  };
+  for(size_t i = 0; i < forms.size(); ++i) {
+    std::map<std::string, int> ops;
+    EXPECT_EQ(checkPass(forms[i], fuseGelu, 1e-6, &ops), 1u) << "form " << i;
+    EXPECT_EQ(ops["gelu"], 1) << "form " << i;
+    EXPECT_EQ(ops.count("erf"), 0u) << "form " << i;
+    EXPECT_EQ(ops.count("mul"), 0u) << "form " << i;
+  }
+}
+
+TEST(Passes, FuseGeluNotWhenAnIntermediateIsReadElsewhereOrConstantsDiffer) {
+  // erf's value is read by a second consumer: it must stay.
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = geluInput(g);
+    Expr e = erf(x / std::sqrt(2.0));
+    return (x * (1.0 + e)) * 0.5 + e;
+  });
+  EXPECT_EQ(fuseGelu(*b.g, {b.y}), 0u);
+  // 0.45 instead of 0.5 is not GELU.
+  Built c = make([](ExpressionGraph& g) {
+    Expr x = geluInput(g);
+    return (x * (1.0 + erf(x / std::sqrt(2.0)))) * 0.45;
+  });
+  EXPECT_EQ(fuseGelu(*c.g, {c.y}), 0u);
+}
+
+// ---- fuse_matmul_add
+
+TEST(Passes, FuseMatmulAddMakesAffine) {
+  std::map<std::string, int> ops;
+  auto build = [](ExpressionGraph& g) {
+    Expr x = g.input("x", {2, 3, 8});
+    std::vector<float> v(48);
+    for(size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i));
+    x->bind(TensorBase::fromVector<float>(Shape({2, 3, 8}), v));
+    return randomConst(g, {5}) + matmul(x, randomConst(g, {8, 5}));
+  };
+  EXPECT_EQ(checkPass(build, fuseMatmulAdd, 1e-6, &ops), 1u);
+  EXPECT_EQ(ops["affine"], 1);
+  EXPECT_EQ(ops.count("matmul"), 0u);
+  EXPECT_EQ(ops.count("add"), 0u);
+}
+
+TEST(Passes, FuseMatmulAddNotForBatchedWeightsOrWideningBias) {
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = randomConst(g, {2, 3, 8});
+    Expr w = randomConst(g, {2, 8, 5});  // batched W: affine takes a 2-D one
+    return matmul(x, w) + randomConst(g, {5});
+  });
+  EXPECT_EQ(fuseMatmulAdd(*b.g, {b.y}), 0u);
+  Built c = make([](ExpressionGraph& g) {
+    Expr x = randomConst(g, {3, 8});
+    return matmul(x, randomConst(g, {8, 5})) + randomConst(g, {2, 3, 5});  // the add widens the product
+  });
+  EXPECT_EQ(fuseMatmulAdd(*c.g, {c.y}), 0u);
+  Built d = make([](ExpressionGraph& g) {
+    Expr m = matmul(randomConst(g, {3, 8}), randomConst(g, {8, 5}));
+    return (m + randomConst(g, {5})) * m;  // the product is read twice
+  });
+  EXPECT_EQ(fuseMatmulAdd(*d.g, {d.y}), 0u);
+}
+
+// ---- fold_batch_norm
+
+TEST(Passes, FoldBatchNormIntoConv) {
+  std::map<std::string, int> ops;
+  auto build = [](ExpressionGraph& g) {
+    Expr x = g.input("x", {1, 3, 6, 6});
+    std::vector<float> v(108);
+    for(size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.3f * static_cast<float>(i));
+    x->bind(TensorBase::fromVector<float>(Shape({1, 3, 6, 6}), v));
+    ConvOptions o;
+    o.pads = {1, 1, 1, 1};
+    Expr y = conv(x, randomConst(g, {4, 3, 3, 3}), randomConst(g, {4}), o);
+    return relu(channel_affine(y, randomConst(g, {4}, 0.5, 2), randomConst(g, {4})));
+  };
+  EXPECT_EQ(checkPass(build, foldBatchNorm, 1e-5, &ops), 1u);
+  EXPECT_EQ(ops.count("channel_affine"), 0u);
+  EXPECT_EQ(ops["conv"], 1);
+}
+
+TEST(Passes, FoldBatchNormNotWhenWeightsAreInputs) {
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = randomConst(g, {1, 2, 4, 4});
+    Expr w = g.input("w", {2, 2, 1, 1});
+    w->bind(TensorBase::fromVector<float>(Shape({2, 2, 1, 1}), std::vector<float>{1, 2, 3, 4}));
+    return channel_affine(conv(x, w), randomConst(g, {2}), randomConst(g, {2}));
+  });
+  EXPECT_EQ(foldBatchNorm(*b.g, {b.y}), 0u);
+}
+
+// ---- the manager and prune
+
+TEST(Passes, OptimizeGraphRunsTheLevelsPasses) {
+  auto build = [](ExpressionGraph& g) {
+    Expr x = geluInput(g);
+    Expr w = transpose(randomConst(g, {5, 8}), {1, 0});
+    Expr h = matmul(x, w) + randomConst(g, {5});
+    return (h * (1.0 + erf(h / std::sqrt(2.0)))) * 0.5;
+  };
+  Built basic = make(build), all = make(build), none = make(build), train = make(build, false);
+  PassCounts b = optimizeGraph(*basic.g, {basic.y}, OptLevel::basic);
+  PassCounts a = optimizeGraph(*all.g, {all.y}, OptLevel::all);
+  PassCounts n = optimizeGraph(*none.g, {none.y}, OptLevel::none);
+  PassCounts t = optimizeGraph(*train.g, {train.y}, OptLevel::all);
+  auto names = [](const PassCounts& p) {
+    std::string s;
+    for(auto& kv : p) s += kv.first + " ";
+    return s;
+  };
+  EXPECT_TRUE(n.empty());
+  EXPECT_EQ(names(b), "fold_constants prune ");
+  EXPECT_EQ(names(a), "fold_constants fuse_gelu fuse_matmul_add prune ");
+  EXPECT_EQ(names(t), "fold_constants prune ");  // no fusion in a training graph
+  auto ops = opCounts(*all.g);
+  EXPECT_EQ(ops["affine"], 1);
+  EXPECT_EQ(ops["gelu"], 1);
+  EXPECT_EQ(ops.size(), 2u);
+  none.g->forward();
+  all.g->forward();
+  std::vector<double> want = values(none.y), got = values(all.y);
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-5 * (1 + std::fabs(want[i])));
+}
+
+TEST(Passes, PruneDropsWhatNoOutputNeeds) {
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = randomConst(g, {3});
+    Expr dead = exp(x) * 2.0;
+    (void)dead;
+    return sin(x);
+  });
+  size_t before = b.g->nodes().size();
+  size_t dropped = b.g->prune({b.y});
+  EXPECT_EQ(dropped, 3u);  // exp, mul and the scalar 2
+  EXPECT_EQ(b.g->nodes().size(), before - 3);
+  b.g->forward();
+  EXPECT_EQ(opCounts(*b.g).count("exp"), 0u);
+}
+
+// ---- profiler
+
+TEST(Profiler, RecordsEveryNodeOfEveryRunAndWritesATrace) {
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = geluInput(g);
+    return tanh(matmul(x, randomConst(g, {8, 8}))) + sin(x);
+  });
+  auto prof = std::make_shared<Profiler>();
+  b.g->setProfiler(prof);
+  b.g->forward();
+  b.g->forward();
+  EXPECT_EQ(prof->runs(), 2u);
+  auto ops = prof->byOpType();
+  std::map<std::string, size_t> calls;
+  for(auto& s : ops) calls[s.op] = s.calls;
+  EXPECT_EQ(calls["matmul"], 2u);
+  EXPECT_EQ(calls["tanh"], 2u);
+  EXPECT_EQ(calls["sin"], 2u);
+  EXPECT_EQ(calls["add"], 2u);
+  EXPECT_EQ(calls.size(), 4u);  // leaves are not timed
+  auto top = prof->topNodes(2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_GE(top[0].totalMs, top[1].totalMs);
+  std::string report = prof->report(3);
+  EXPECT_NE(report.find("2 run(s)"), std::string::npos) << report;
+  EXPECT_NE(report.find("matmul"), std::string::npos) << report;
+  EXPECT_NE(report.find("4x8 float32, 8x8 float32 -> 4x8 float32"), std::string::npos) << report;
+
+  std::string path = (std::filesystem::temp_directory_path() / ("onyx_trace_" + std::to_string(::getpid()) + ".json")).string();
+  prof->writeChromeTrace(path);
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string json = ss.str();
+  std::remove(path.c_str());
+  EXPECT_EQ(json.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0), 0u) << json.substr(0, 80);
+  size_t events = 0;
+  for(size_t p = json.find("\"ph\":\"X\""); p != std::string::npos; p = json.find("\"ph\":\"X\"", p + 1)) ++events;
+  EXPECT_EQ(events, 8u);  // 4 op nodes x 2 runs
+  EXPECT_EQ(json.substr(json.size() - 4), "\n]}\n");
+
+  prof->reset();
+  EXPECT_EQ(prof->runs(), 0u);
+  EXPECT_TRUE(prof->byOpType().empty());
+  b.g->setProfiler(nullptr);
+  b.g->forward();
+  EXPECT_EQ(prof->runs(), 0u);
+}
+
+}  // namespace
+}  // namespace onyx
