@@ -140,6 +140,7 @@ struct ReduceOnHost {
   static void run(const TensorBase& x, TensorBase& out, R r) {
     using Acc = decltype(r.init);
     host::reduceInto<T, Acc>(x, out, r.init, [r](Acc a, Acc v) { return r.fold(a, v); },
+                             [r](Acc a, Acc b) { return r.merge(a, b); },
                              [r](Acc a, int64_t n) { return r.finish(a, n); });
   }
 };
