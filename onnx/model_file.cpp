@@ -5,7 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include <onyx/onnx/opset.h>
 #include <onyx/onnx/tensor_proto.h>
@@ -24,12 +29,16 @@ std::string readFileBytes(const std::string& path) {
   std::error_code ec;
   if(!fs::exists(path, ec)) throw Error(str(path, ": no such file"));
   if(fs::is_directory(path, ec)) throw Error(str(path, ": is a directory, not a file"));
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if(!f) throw Error(str(path, ": cannot open for reading"));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if(f.bad()) throw Error(str(path, ": read error"));
-  return ss.str();
+  // One buffer of the file's size, read into directly (a stringstream would
+  // hold the bytes twice at the end).
+  std::streamoff size = f.tellg();
+  if(size < 0) throw Error(str(path, ": read error"));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  if(size > 0 && !f.read(&bytes[0], size)) throw Error(str(path, ": read error"));
+  return bytes;
 }
 
 namespace {
@@ -49,14 +58,8 @@ void checkGraphNames(const ::onnx::GraphProto& g, const std::string& where) {
     if(n.op_type().empty()) throw Error(str(where, ": node '", n.name(), "' has no op_type"));
 }
 
-}  // namespace
-
-std::shared_ptr<OnnxModelFile> parseOnnxModel(const std::string& bytes, const std::string& where,
-                                             const std::string& dir) {
-  auto m = std::make_shared<OnnxModelFile>();
-  m->path = where;
-  m->dir = dir;
-  parseMessage(m->proto, bytes, where, "an ONNX model");
+// The header checks of a parsed model.
+void checkModel(OnnxModelFile* m, const std::string& where) {
   const auto& p = m->proto;
   if(!p.has_ir_version() || p.ir_version() <= 0)
     throw Error(str(where, ": not an ONNX model (no ir_version: wrong magic or not a ModelProto)"));
@@ -74,14 +77,45 @@ std::shared_ptr<OnnxModelFile> parseOnnxModel(const std::string& bytes, const st
     throw Error(str(where, ": opset ", it->second, " of domain ai.onnx is not supported (this build reads ",
                     kMinOpset, " to ", kMaxOpset, ")"));
   checkGraphNames(p.graph(), where);
+}
+
+}  // namespace
+
+std::shared_ptr<OnnxModelFile> parseOnnxModel(const std::string& bytes, const std::string& where,
+                                             const std::string& dir) {
+  auto m = std::make_shared<OnnxModelFile>();
+  m->path = where;
+  m->dir = dir;
+  parseMessage(m->proto, bytes, where, "an ONNX model");
+  checkModel(m.get(), where);
   return m;
 }
 
 std::shared_ptr<OnnxModelFile> loadOnnxModel(const std::string& path) {
-  std::string bytes = readFileBytes(path);
+  std::error_code ec;
+  if(!fs::exists(path, ec)) throw Error(str(path, ": no such file"));
+  if(fs::is_directory(path, ec)) throw Error(str(path, ": is a directory, not a file"));
+  auto m = std::make_shared<OnnxModelFile>();
+  m->path = path;
   fs::path dir = fs::path(path).parent_path();
-  if(dir.empty()) dir = ".";
-  return parseOnnxModel(bytes, path, dir.string());
+  m->dir = dir.empty() ? "." : dir.string();
+  // Parsed from the file in blocks: the bytes are never held whole beside
+  // the parsed model (a BERT-base file is 440 MB).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if(fd < 0) throw Error(str(path, ": cannot open for reading"));
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if(::fstat(fd, &st) == 0 && st.st_size == 0) throw Error(str(path, ": empty file, not an ONNX model"));
+  google::protobuf::io::FileInputStream file(fd);
+  google::protobuf::io::CodedInputStream in(&file);
+  in.SetTotalBytesLimit(INT_MAX);
+  if(!m->proto.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() || file.GetErrno() != 0)
+    throw Error(str(path, ": not an ONNX model (protobuf parse failed: truncated or corrupt file)"));
+  checkModel(m.get(), path);
+  return m;
 }
 
 Tensor readTensorPb(const std::string& path) {

@@ -544,6 +544,13 @@ void ExpressionGraph::computeNode(Node* n) {
   const KernelFn& k = op.kernels[static_cast<int>(device_.type)];
   ONYX_CHECK(static_cast<bool>(k), op.name, ": no kernel for device ", device_.toString());
   for(Node* c : n->children_) ensureValue(c);
+  // Only in inference: a training graph's values may be updated in place
+  // later (gradients scaled by clipping), which must not reach another node.
+  if(op.isView && inference_ && n->type_ != Type::string && n->children_[0]->val_->getDeviceId() == device_) {
+    n->val_ = n->children_[0]->val_->reshaped(n->shape_);
+    if(!n->debugMsg_.empty() && !n->backwardNode_) printDebug(n, false);
+    return;
+  }
   n->val_ = TensorBase::create(n->shape_, n->type_, workspace_);
   KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
   for(Node* c : n->children_) ctx.in.push_back(c->val_.get());

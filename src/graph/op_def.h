@@ -45,6 +45,10 @@ struct OpDef {
   std::vector<OnnxRule> onnxRules;  // see graph/onnx_rule.h
   std::string noOnnxWhy;
   bool isStochastic = false;
+  // The output is input 0's elements, in order, under the node's shape
+  // (reshape, flatten): an inference graph makes it a view of input 0's
+  // buffer instead of running the kernel (no copy, no memory).
+  bool isView = false;
   // Why the GPU runs this op's CPU kernel on host copies of the inputs and
   // uploads the result ("" for the ops that run on the GPU): random draws
   // (so that a seed gives the same values on every device) and ops without
@@ -103,6 +107,7 @@ struct OpDef {
     return *this;
   }
   OpDef& stochastic() { isStochastic = true; return *this; }
+  OpDef& view() { isView = true; return *this; }
 
   int attrIndex(const char* name) const;  // -1 if absent
   bool differentiable() const { return static_cast<bool>(backwardFn); }

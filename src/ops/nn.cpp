@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include <onyx/backend/cpu/vecmath.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -42,8 +43,48 @@ void softmaxLines(const TensorBase& xt, TensorBase& yt, int axis, bool logOut) {
   T* y = yt.data<T>();
   const int64_t n = lines.n, st = lines.inner;
   host::parallelFor(lines.count(), xt.size(), [&](int64_t b, int64_t e) {
+    std::vector<float> line;
     for(int64_t k = b; k < e; ++k) {
       const int64_t o = lines.start(k);
+      if constexpr(std::is_same<T, float>::value) {
+        if(!logOut) {
+          // float: exp as one vector pass (vecmath), the sum in four
+          // partials. A strided line is gathered into a contiguous one
+          // first, so that every axis gives the bits the last axis gives
+          // (an exported opset-12 Softmax transposes the axis last).
+          const float* xl = x + o;
+          float* yl = y + o;
+          if(st != 1) {
+            line.resize(static_cast<size_t>(n));
+            for(int64_t j = 0; j < n; ++j) line[static_cast<size_t>(j)] = x[o + j * st];
+            xl = yl = line.data();
+          }
+          float mf = -std::numeric_limits<float>::infinity();
+          bool nan = false;
+          for(int64_t j = 0; j < n; ++j) {
+            mf = xl[j] > mf ? xl[j] : mf;
+            nan |= xl[j] != xl[j];
+          }
+          if(!nan) {
+            for(int64_t j = 0; j < n; ++j) yl[j] = xl[j] - mf;
+            host::vec::exp(yl, yl, n);
+            double p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+            int64_t j = 0;
+            for(; j + 4 <= n; j += 4) {
+              p0 += yl[j];
+              p1 += yl[j + 1];
+              p2 += yl[j + 2];
+              p3 += yl[j + 3];
+            }
+            for(; j < n; ++j) p0 += yl[j];
+            const float inv = static_cast<float>(1.0 / ((p0 + p1) + (p2 + p3)));
+            for(j = 0; j < n; ++j) yl[j] *= inv;
+            if(st != 1)
+              for(j = 0; j < n; ++j) y[o + j * st] = line[static_cast<size_t>(j)];
+            continue;
+          }
+        }
+      }
       C m = -std::numeric_limits<C>::infinity();
       for(int64_t j = 0; j < n; ++j) m = std::max(m, host::load(x, o + j * st));
       double s = 0;
@@ -283,14 +324,31 @@ void layerNormRows(KernelCtx& c) {
     for(int64_t r = b; r < e; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
-      double s = 0;
-      for(int64_t j = 0; j < n; ++j) s += host::load(xr, j);
-      const double mean = s / double(n);
-      double v = 0;
-      for(int64_t j = 0; j < n; ++j) {
-        double d = host::load(xr, j) - mean;
-        v += d * d;
+      // Four partial sums side by side: one chain of dependent double adds
+      // was the bound of the whole kernel.
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int64_t j4 = 0;
+      for(; j4 + 4 <= n; j4 += 4) {
+        s0 += host::load(xr, j4);
+        s1 += host::load(xr, j4 + 1);
+        s2 += host::load(xr, j4 + 2);
+        s3 += host::load(xr, j4 + 3);
       }
+      for(; j4 < n; ++j4) s0 += host::load(xr, j4);
+      const double mean = ((s0 + s1) + (s2 + s3)) / double(n);
+      auto sq = [&](int64_t j) {
+        double d = host::load(xr, j) - mean;
+        return d * d;
+      };
+      double v0 = 0, v1 = 0, v2 = 0, v3 = 0;
+      for(j4 = 0; j4 + 4 <= n; j4 += 4) {
+        v0 += sq(j4);
+        v1 += sq(j4 + 1);
+        v2 += sq(j4 + 2);
+        v3 += sq(j4 + 3);
+      }
+      for(; j4 < n; ++j4) v0 += sq(j4);
+      const double v = (v0 + v1) + (v2 + v3);
       const C rstd = static_cast<C>(1.0 / std::sqrt(v / double(n) + eps));
       const C mu = static_cast<C>(mean);
       for(int64_t j = 0; j < n; ++j) {

@@ -57,6 +57,7 @@ ONYX_OP(kReshape, "reshape")
       c.type = c.typeOf(0);
     })
     .anyDevice(ops::copyInput0)
+    .view()
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
     .onnx("Reshape", 1)
     .importer([](OnnxImportCtx& c) {
@@ -197,6 +198,7 @@ ONYX_OP(kFlatten, "flatten")
       c.type = c.typeOf(0);
     })
     .anyDevice(ops::copyInput0)
+    .view()
     .backward([](GradCtx& g) { g.add(0, reshape(g.dy, g.x(0)->shape())); })
     .onnx("Flatten", 1)
     .exporter([](OnnxExportCtx& c) {

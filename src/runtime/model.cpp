@@ -52,11 +52,19 @@ ValueInfo toInfo(const ::onnx::ValueInfoProto& v) {
 std::shared_ptr<Model> Model::load(const std::string& path) {
   auto m = std::shared_ptr<Model>(new Model());
   m->file_ = loadOnnxModel(path);
-  const auto& g = m->file_->proto.graph();
-  for(const auto& init : g.initializer()) {
+  auto& g = *m->file_->proto.mutable_graph();
+  for(auto& init : *g.mutable_initializer()) {
     if(init.name().empty()) throw Error(str(path, ": an initializer has no name"));
     m->initializers_[init.name()] =
         tensorFromOnnx(init, m->file_->dir, str(path, ": initializer '", init.name(), "'"));
+    // The decoded tensor is the one copy kept: the proto's bytes go now (name,
+    // type and dims stay), so the weights are in memory once, not twice.
+    std::string().swap(*init.mutable_raw_data());
+    google::protobuf::RepeatedField<float>().Swap(init.mutable_float_data());
+    google::protobuf::RepeatedField<double>().Swap(init.mutable_double_data());
+    google::protobuf::RepeatedField<int32_t>().Swap(init.mutable_int32_data());
+    google::protobuf::RepeatedField<int64_t>().Swap(init.mutable_int64_data());
+    google::protobuf::RepeatedField<uint64_t>().Swap(init.mutable_uint64_data());
   }
   for(const auto& in : g.input())
     if(!m->initializers_.count(in.name())) m->inputs_.push_back(toInfo(in));
