@@ -578,6 +578,11 @@ void runOpKernel(KernelCtx& c, const char* name, SmallVec<TensorBase*, 4> in, co
   op.kernels[0](k);
 }
 
+// Which of x, y and the residual are stored channel-blocked (host::ConvLayouts).
+host::ConvLayouts layoutsOf(const Attrs& a) {
+  return {int(a.i("x_block")), int(a.i("y_block")), int(a.i("residual_block"))};
+}
+
 bool fusedConvDnnl(KernelCtx& c) {
   FusedInputs fi = fusedInputs(c.in.size(), c.attrs);
   host::ConvEpilogue ep;
@@ -596,11 +601,41 @@ bool fusedConvDnnl(KernelCtx& c) {
   if(!c.attrs.s("post_activation").empty()) ep.ops.push_back({ConvPostOp::Kind::Relu, 0.f, 0.f});
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
   return host::dnnlConvForward(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(),
-                               fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c));
+                               fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c),
+                               layoutsOf(c.attrs));
 }
 
 // The portable path: conv's kernel, then the activation's, the add's and
 // relu's, each in place on the output.
+void fusedConvPortable(KernelCtx& c);
+
+// The portable path for a node whose tensors are channel-blocked (a
+// problem oneDNN declined, or the oneDNN path switched off after the graph
+// was laid out): plain copies in, the portable kernel, a blocked copy out.
+void fusedConvUnblocked(KernelCtx& c) {
+  const host::ConvLayouts lay = layoutsOf(c.attrs);
+  FusedInputs fi = fusedInputs(c.in.size(), c.attrs);
+  ONYX_ASSERT(c.out.type() == Type::float32 && c.out.shape().rank() == 4, "fused_conv: a blocked layout on a ",
+              c.out.type(), " ", c.out.shape(), " output");
+  auto plain = [&](TensorBase* t, int block) {
+    const Shape& s = t->shape();
+    Tensor p = c.scratch(s, Type::float32);
+    host::dnnlReorderChannels(t->data<float>(), block, p->data<float>(), 0, s[0], s[1], s[2], s[3]);
+    return p;
+  };
+  SmallVec<TensorBase*, 4> in = c.in;
+  Tensor x, r;
+  if(lay.x) in[0] = (x = plain(c.in[0], lay.x)).get();
+  if(lay.residual && fi.residual >= 0) in[size_t(fi.residual)] = (r = plain(c.in[size_t(fi.residual)], lay.residual)).get();
+  Tensor y = lay.y ? c.scratch(c.out.shape(), Type::float32) : nullptr;
+  KernelCtx k{c.node, lay.y ? *y : c.out, in, c.attrs, c.rng, c.graph};
+  fusedConvPortable(k);
+  if(lay.y) {
+    const Shape& s = c.out.shape();
+    host::dnnlReorderChannels(y->data<float>(), 0, c.out.data<float>(), lay.y, s[0], s[1], s[2], s[3]);
+  }
+}
+
 void fusedConvPortable(KernelCtx& c) {
   FusedInputs fi = fusedInputs(c.in.size(), c.attrs);
   SmallVec<TensorBase*, 4> convIn{c.in[0], c.in[1]};
@@ -656,7 +691,9 @@ Expr activationGrad(const std::string& act, const Attrs& a, Expr z, Expr y, Expr
 ONYX_OP(kFusedConv, "fused_conv")
     .doc("y = post(act(conv(x, W, b)) + residual): conv's attributes; activation \"\" (none), relu, leaky_relu "
          "(alpha), clip (min alpha, max beta), hard_sigmoid (alpha, beta), hard_swish, swish, gelu, gelu_tanh, "
-         "sigmoid or tanh; residual 1: the last input is added (shaped like y); post_activation \"\" or relu")
+         "sigmoid or tanh; residual 1: the last input is added (shaped like y); post_activation \"\" or relu; "
+         "x_block, y_block, residual_block 8 or 16: that tensor is stored channel-blocked (oneDNN's nChw8c/16c, "
+         "set by the blocked_layout pass between convolutions)")
     .inputs(2, 4)
     .attr("strides", IntList{})
     .attr("dilations", IntList{})
@@ -667,8 +704,17 @@ ONYX_OP(kFusedConv, "fused_conv")
     .attr("beta", 0.0)
     .attr("residual", int64_t(0))
     .attr("post_activation", std::string())
+    .attr("x_block", int64_t(0))
+    .attr("y_block", int64_t(0))
+    .attr("residual_block", int64_t(0))
     .infer([](InferCtx& c) {
       const int64_t res = c.attrs.i("residual");
+      for(const char* a : {"x_block", "y_block", "residual_block"}) {
+        const int64_t b = c.attrs.i(a);
+        c.check(b == 0 || b == 8 || b == 16, a, " must be 0 (plain), 8 or 16, got ", b);
+        c.check(b == 0 || (c.typeOf(0) == Type::float32 && c.shapeOf(0).rank() == 4), a,
+                " (a channel-blocked layout) needs a float32 2-D convolution");
+      }
       c.check(res == 0 || res == 1, "residual must be 0 or 1, got ", res);
       c.check(c.n() >= size_t(2 + res), "residual set but only ", c.n(), " inputs");
       FusedInputs fi = fusedInputs(c.n(), c.attrs);
@@ -684,11 +730,14 @@ ONYX_OP(kFusedConv, "fused_conv")
     })
     .cpu([](KernelCtx& c) {
       if(c.out.type() == Type::float32 && host::dnnlEnabled() && fusedConvDnnl(c)) return;
-      fusedConvPortable(c);
+      if(layoutsOf(c.attrs).any()) fusedConvUnblocked(c);
+      else fusedConvPortable(c);
     })
     // Through the unfused chain: z = conv(x, W, b) is rebuilt, the epilogue's
     // gradient taken step by step back to it, then conv's rule.
     .backward([](GradCtx& g) {
+      ONYX_ASSERT(!layoutsOf(g.attrs).any(), "fused_conv: a gradient through channel-blocked tensors (the "
+                                             "blocked_layout pass runs on inference graphs only)");
       FusedInputs fi = fusedInputs(g.n(), g.attrs);
       const std::string& act = g.attrs.s("activation");
       Expr dy = g.dy;

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/graph/passes/passes.h>
 #include <onyx/onyx.h>
 
@@ -268,6 +269,73 @@ TEST(Passes, FoldBatchNormNotWhenWeightsAreInputs) {
     return channel_affine(conv(x, w), randomConst(g, {2}), randomConst(g, {2}));
   });
   EXPECT_EQ(foldBatchNorm(*b.g, {b.y}), 0u);
+}
+
+// ---- blocked_layout
+
+// conv+relu -> depthwise conv+relu -> 1x1 conv + residual -> 1x1 conv (out).
+Expr convChain(ExpressionGraph& g) {
+  Expr x = g.input("x", {1, 8, 10, 10});
+  std::vector<float> v(800);
+  for(size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.1f * static_cast<float>(i));
+  x->bind(TensorBase::fromVector<float>(Shape({1, 8, 10, 10}), v));
+  ConvOptions pad1;
+  pad1.pads = {1, 1, 1, 1};
+  ConvOptions dw = pad1;
+  dw.group = 16;
+  Expr h1 = relu(conv(x, randomConst(g, {16, 8, 3, 3}), randomConst(g, {16}), pad1));
+  Expr h2 = relu(conv(h1, randomConst(g, {16, 1, 3, 3}), randomConst(g, {16}), dw));
+  Expr h3 = conv(h2, randomConst(g, {16, 16, 1, 1}), randomConst(g, {16})) + h1;
+  return conv(h3, randomConst(g, {8, 16, 1, 1}), randomConst(g, {8}));
+}
+
+TEST(Passes, BlockedLayoutKeepsConvChainsBlocked) {
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
+  const int64_t b = host::dnnlChannelBlock();
+  Built ref = make(convChain), opt = make(convChain);
+  optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
+  PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
+  size_t blocked = 0;
+  for(auto& kv : fired)
+    if(kv.first == "blocked_layout") blocked = kv.second;
+  EXPECT_EQ(blocked, 3u);  // h1, h2, h3: the output y is kept plain
+  int fused = 0, xBlocked = 0, yBlocked = 0, resBlocked = 0;
+  for(const Expr& e : opt.g->nodes()) {
+    if(e->kind() != NodeKind::Op) continue;
+    EXPECT_EQ(e->op()->name, "fused_conv");
+    ++fused;
+    xBlocked += e->attrs().i("x_block") == b;
+    yBlocked += e->attrs().i("y_block") == b;
+    resBlocked += e->attrs().i("residual_block") == b;
+  }
+  EXPECT_EQ(fused, 4);
+  EXPECT_EQ(xBlocked, 3);
+  EXPECT_EQ(yBlocked, 3);
+  EXPECT_EQ(resBlocked, 1);
+  ref.g->forward();
+  opt.g->forward();
+  std::vector<double> want = values(ref.y), got = values(opt.y);
+  ASSERT_EQ(want.size(), got.size());
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+  // With oneDNN switched off the same graph runs the portable kernels on
+  // plain copies of the blocked tensors.
+  host::setDnnlEnabled(false);
+  opt.g->forward();
+  host::setDnnlEnabled(true);
+  std::vector<double> portable = values(opt.y);
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], portable[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+}
+
+TEST(Passes, BlockedLayoutNotWhenAnotherOpReadsTheValue) {
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = randomConst(g, {1, 16, 6, 6});
+    x = x + g.input("z", {1, 16, 6, 6});  // not constant: nothing folds
+    Expr h = conv(x, randomConst(g, {16, 16, 1, 1}));
+    return conv(h, randomConst(g, {16, 16, 1, 1})) + sigmoid(h);  // sigmoid reads h plain
+  });
+  b.g->get("z")->bind(TensorBase::fromVector<float>(Shape({1, 16, 6, 6}), std::vector<float>(576, 0.5f)));
+  EXPECT_EQ(blockConvChains(*b.g, {b.y}), 0u);
 }
 
 // ---- the manager and prune

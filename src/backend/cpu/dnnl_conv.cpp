@@ -130,6 +130,9 @@ Tag plainTag(int ndims) {
   }
 }
 
+// oneDNN's channel-blocked tag for 4-D tensors (see ConvLayouts).
+Tag blockedTag(int block) { return block == 16 ? Tag::nChw16c : Tag::nChw8c; }
+
 Dims cat(Dims a, const Dims& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -173,6 +176,7 @@ struct Prim {
   bool ok = false;
   dnnl::primitive prim;
   memory::desc user[3], mine[3];
+  memory::desc residual;  // how the Sum step's residual is stored
   dnnl::reorder move[3];  // user -> mine for inputs, mine -> user for outputs
   bool reorder[3] = {false, false, false};
   bool hasSum = false;
@@ -235,16 +239,23 @@ bool usePlain(Kind kind, const ConvDims& cd, DnnlLayout layout) {
 }
 
 Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, const ConvEpilogue* ep,
-              DnnlLayout layout) {
+              DnnlLayout layout, ConvLayouts lay, bool forceBlocked) {
   Prim p;
   const dnnl::engine& eng = cpuEngine();
   const Tag tag = plainTag(nd + 2);
-  p.user[kImg] = memory::desc(cat({cd.N, cd.C}, l.img), kF32, tag);
-  p.user[kPos] = memory::desc(cat({cd.N, cd.M}, l.pos), kF32, tag);
+  p.user[kImg] = memory::desc(cat({cd.N, cd.C}, l.img), kF32, lay.x ? blockedTag(lay.x) : tag);
+  p.user[kPos] = memory::desc(cat({cd.N, cd.M}, l.pos), kF32, lay.y ? blockedTag(lay.y) : tag);
   p.user[kW] = weightsMd(cd, l, kind == Kind::Transposed);
+  p.residual = memory::desc(cat({cd.N, cd.M}, l.pos), kF32, lay.residual ? blockedTag(lay.residual) : tag);
   const bool plain = usePlain(kind, cd, layout);
   memory::desc want[3];
   for(int r = 0; r < 3; ++r) want[r] = (plain && r != kW) ? p.user[r] : anyLike(p.user[r]);
+  // A blocked tensor is asked for as it is, so that no reorder runs
+  // (forceBlocked: the first try; the caller retries with oneDNN's choice).
+  if(forceBlocked) {
+    if(lay.x) want[kImg] = p.user[kImg];
+    if(lay.y) want[kPos] = p.user[kPos];
+  }
 
   dnnl::primitive_attr attr = userScratchpad();
   if(ep && !ep->ops.empty()) {
@@ -367,9 +378,9 @@ int64_t floatBits(float f) {
 }
 
 std::vector<int64_t> keyOf(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias,
-                           const ConvEpilogue* ep, DnnlLayout layout) {
+                           const ConvEpilogue* ep, DnnlLayout layout, ConvLayouts lay) {
   std::vector<int64_t> k{int64_t(kind), nd, cd.N, cd.C, cd.M, cd.G, bias, int64_t(usePlain(kind, cd, layout)),
-                         ompThreads()};
+                         ompThreads(), lay.x, lay.y, lay.residual};
   for(const Dims* v : {&l.img, &l.pos, &l.k, &l.s, &l.d, &l.pl, &l.pr}) k.insert(k.end(), v->begin(), v->end());
   if(ep)
     for(const ConvPostOp& op : ep->ops) {
@@ -402,20 +413,27 @@ bool validEpilogue(const ConvEpilogue* ep) {
 
 // ptr[role]: the plain tensors; slot: kept weights (inputs only).
 bool run(Kind kind, const ConvDims& cd, int nd, const float* const ptr[3], const float* bias,
-         const ConvEpilogue* ep, DnnlWeightSlot* slot) {
+         const ConvEpilogue* ep, DnnlWeightSlot* slot, ConvLayouts lay = {}) {
   if(nd < 1 || nd > 3 || cd.N <= 0 || cd.C <= 0 || cd.M <= 0 || cd.G <= 0 || cd.g.imgSize <= 0 ||
      cd.g.posSize <= 0 || cd.g.kSize <= 0 || !fits(cd) || !validEpilogue(ep))
     return false;
+  // A blocked layout is a promise about memory the caller cannot take back:
+  // a problem oneDNN declines here cannot fall back to the portable kernel
+  // with it, so the caller unblocks first (see fused_conv's kernel).
+  if(lay.any() && (kind != Kind::Forward || nd != 2)) return false;
   Lists l;
   if(!lists(cd, nd, l)) return false;
   const DnnlLayout layout = DnnlLayout(gLayout.load());
-  auto key = keyOf(kind, cd, nd, l, bias != nullptr, ep, layout);
+  auto key = keyOf(kind, cd, nd, l, bias != nullptr, ep, layout, lay);
   std::shared_ptr<const Prim> pp = cache().get(key, [&] {
-    try {
-      return makePrim(kind, cd, nd, l, bias != nullptr, ep, layout);
-    } catch(const dnnl::error&) {
-      return Prim{};  // cached too: no retry on every run
+    for(bool force : {true, false}) {
+      if(!force && !lay.any()) break;
+      try {
+        return makePrim(kind, cd, nd, l, bias != nullptr, ep, layout, lay, force);
+      } catch(const dnnl::error&) {
+      }
     }
+    return Prim{};  // cached too: no retry on every run
   });
   const Prim& p = *pp;
   if(!p.ok) return false;
@@ -468,13 +486,15 @@ bool run(Kind kind, const ConvDims& cd, int nd, const float* const ptr[3], const
   // The Sum step adds to what the output holds: put the residual there.
   const int outRole = kind == Kind::Forward ? kPos : kImg;
   if(p.hasSum) {
-    const size_t bytes = p.user[outRole].get_size();
-    if(!p.reorder[outRole]) {
-      if(ep->residual != ptr[outRole]) std::memcpy(const_cast<float*>(ptr[outRole]), ep->residual, bytes);
+    if(p.residual == p.mine[outRole]) {
+      // Stored as the primitive writes its output: a copy (none when the
+      // residual is the output itself).
+      if(ep->residual != use[outRole].get_data_handle())
+        std::memcpy(use[outRole].get_data_handle(), ep->residual, p.mine[outRole].get_size());
     } else {
       // Made per run (oneDNN's own primitive cache makes that cheap): a
-      // residual with a blocked output is the rare case.
-      memory res(p.user[outRole], eng, const_cast<float*>(ep->residual));
+      // residual stored unlike the output is the rare case.
+      memory res(p.residual, eng, const_cast<float*>(ep->residual));
       dnnl::reorder(res, use[outRole]).execute(strm, res, use[outRole]);
     }
   }
@@ -505,9 +525,33 @@ bool run(Kind kind, const ConvDims& cd, int nd, const float* const ptr[3], const
 }  // namespace
 
 bool dnnlConvForward(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,
-                     const ConvEpilogue* epilogue, DnnlWeightSlot* slot) {
+                     const ConvEpilogue* epilogue, DnnlWeightSlot* slot, ConvLayouts layouts) {
   const float* ptr[3] = {x, w, y};
-  return run(Kind::Forward, cd, nd, ptr, b, epilogue, slot);
+  return run(Kind::Forward, cd, nd, ptr, b, epilogue, slot, layouts);
+}
+
+int dnnlChannelBlock() {
+  if(!dnnlEnabled()) return 0;
+  static const int block = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    if(isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+       isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx)
+      return 16;
+    if(isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni) return 8;
+    return 0;
+  }();
+  return block;
+}
+
+void dnnlReorderChannels(const float* from, int fromBlock, float* to, int toBlock, int64_t N, int64_t C, int64_t H,
+                         int64_t W) {
+  const dnnl::engine& eng = cpuEngine();
+  dnnl::stream& strm = threadStream();
+  const Dims dims{N, C, H, W};
+  auto md = [&](int b) { return memory::desc(dims, kF32, b ? blockedTag(b) : Tag::abcd); };
+  memory src(md(fromBlock), eng, const_cast<float*>(from)), dst(md(toBlock), eng, to);
+  dnnl::reorder(src, dst).execute(strm, src, dst);
+  strm.wait();
 }
 
 bool dnnlConvTransposed(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,

@@ -59,11 +59,32 @@ struct ConvEpilogue {
 // primitive, and refilled otherwise. Null: reorder on every run.
 using DnnlWeightSlot = std::shared_ptr<void>;
 
+// How a forward convolution's x, y and residual are stored: 0 plain
+// NC(D)(H)W, or b (8 or 16) for oneDNN's channel-blocked nChw8c / nChw16c
+// (channels in blocks of b, innermost; the channel count a multiple of b;
+// 2-D convolutions only). Blocked tensors passed from one convolution to the
+// next skip the reorders in and out that plain ones cost (graph/passes'
+// blocked_layout decides which; ~40% of MobileNetV2's conv time).
+struct ConvLayouts {
+  int x = 0, y = 0, residual = 0;
+  bool any() const { return x || y || residual; }
+};
+
 // y [N, M, pos..] = conv(x [N, C, img..], w [M, C/G, k..]) + b [M] (b may be
 // null), then the epilogue. nd: the number of real spatial dims (the last nd
 // of cd.g's three).
 bool dnnlConvForward(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,
-                     const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr);
+                     const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr,
+                     ConvLayouts layouts = {});
+
+// The channel block of oneDNN's direct convolution kernels on this CPU: 16
+// with AVX-512, 8 with AVX2; 0 where the oneDNN path is off or neither.
+int dnnlChannelBlock();
+
+// Copies a float32 [N, C, H, W] tensor from one layout to another (0 plain,
+// or a channel block as in ConvLayouts); C must be a multiple of a block.
+void dnnlReorderChannels(const float* from, int fromBlock, float* to, int toBlock, int64_t N, int64_t C, int64_t H,
+                         int64_t W);
 
 // y [N, C, img..] = conv_transpose(x [N, M, pos..], w [M, C/G, k..]) + b [C]
 // (b may be null), then the epilogue. The image may be larger than the

@@ -36,7 +36,10 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
     run("fuse_gelu", fuseGelu);
     run("fuse_matmul_add", fuseMatmulAdd);
     // fused_conv's kernel is the CPU's (the GPU would run it on host copies).
-    if(g.getDeviceId().type == DeviceType::cpu) run("fuse_conv", fuseConvEpilogues);
+    if(g.getDeviceId().type == DeviceType::cpu) {
+      run("fuse_conv", fuseConvEpilogues);
+      run("blocked_layout", blockConvChains);
+    }
   }
   pruned += g.prune(keep);
   if(pruned) fired.emplace_back("prune", pruned);

@@ -82,4 +82,15 @@ size_t fuseMatmulAdd(ExpressionGraph& g, const std::vector<Expr>& keep);
 // others are retired); returns how many were fused.
 size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep);
 
+// blocked_layout: a float32 2-D convolution's output that only
+// convolutions read (as their image or residual) and that is not kept stays
+// in oneDNN's channel-blocked layout (nChw8c with AVX2, nChw16c with
+// AVX-512; channel counts a multiple of the block): the writer and its
+// readers become fused_conv nodes whose x_block / y_block / residual_block
+// say so, and the reorders in and out of the plain layout around each
+// convolution go. Legal because no other op ever reads such a value; exact
+// (the same kernels, the same sums). CPU only; returns the number of
+// tensors kept blocked.
+size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep);
+
 }  // namespace onyx
