@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
                "  onnx-export model.npz -o model.onnx\n"
                "  onnx-export model.npz -o model.onnx --opset 21\n"
                "  onnx-export mlp.npz -o mlp.onnx --dynamic-axis input:0=batch\n"
-               "  onnx-export big.npz -o big.onnx --external-data-threshold 1024\n"};
+               "  onnx-export big.npz -o big.onnx --external-data-threshold 1024\n"
+               "  onnx-export bert.npz -o bert_optimized.onnx --optimized\n"};
   std::string inPath, outPath;
   std::vector<std::string> dynamicAxes;
   ExportOptions eo;
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", outPath, "the .onnx file to write")->required();
   app.add_option("--opset", eo.opset, "target opset (default: 17, or the lowest above it that every node supports)");
   app.add_option("--dynamic-axis", dynamicAxes, "INPUT:AXIS=NAME: make that input dim symbolic (repeatable)");
+  bool optimized = false;
+  app.add_flag("--optimized", optimized,
+               "write the graph as inference sessions run it: the graph passes of level all (constant folding, "
+               "no-op elimination, batch norm folding, GELU and MatMul + bias fusion) but the CPU-kernel ones, "
+               "whose ops have no ONNX form");
   app.add_option("--external-data-threshold", threshold,
                  "initializers of at least this many bytes go to <output>.data (default: never)");
   CLI11_PARSE(app, argc, argv);
@@ -72,6 +78,15 @@ int main(int argc, char** argv) {
   try {
     ExpressionGraph graph;
     GraphSpec spec = loadNative(inPath, graph);
+    if(optimized) {
+      graph.setInference(true);
+      std::vector<Expr> keep;
+      for(auto& o : spec.outputs) keep.push_back(o.second);
+      for(auto& s : spec.sequenceOutputs)
+        for(auto& e : s.second.items) keep.push_back(e);
+      for(const auto& p : optimizeGraph(graph, keep, OptLevel::all, /*cpuKernels=*/false))
+        std::cout << "pass " << p.first << ": " << p.second << "\n";
+    }
     for(const auto& d : dynamicAxes) {
       size_t colon = d.find(':'), eq = d.find('=');
       if(colon == std::string::npos || eq == std::string::npos || eq < colon || colon == 0 || eq + 1 == d.size())

@@ -55,6 +55,13 @@ assert len(ev) % 3 == 0, len(ev)"
 check "onnx-bench --opt-level none runs no pass" python3 -c "
 import json; r = json.load(open('$T/o')); assert r['opt_level'] == 'none' and r['passes'] == 'none fired', r"
 
+# onnx-export --optimized: the passes' graph, checker-valid, same outputs.
+"$BIN/onnx-import" "$M/model.onnx" -o "$T/opt_in.npz" > "$T/o" 2> "$T/e"
+"$BIN/onnx-export" "$T/opt_in.npz" -o "$T/optimized.onnx" --optimized > "$T/o" 2> "$T/e"
+check "onnx-export --optimized writes a checked model" sh -c "[ $? -eq 0 ] && [ -s '$T/optimized.onnx' ]"
+"$BIN/onnx-run" "$T/optimized.onnx" --test-data "$M/test_data_set_0" > "$T/o" 2> "$T/e"
+check "the optimized export matches the reference" [ $? -eq 0 ]
+
 # Bad input: one line on stderr naming the file, non-zero exit, no crash.
 head -c 100 "$M/model.onnx" > "$T/trunc.onnx"
 printf 'GIF89a not a model' > "$T/magic.onnx"

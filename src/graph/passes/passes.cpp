@@ -17,7 +17,7 @@ const char* optLevelName(OptLevel level) {
   }
 }
 
-PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level) {
+PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels) {
   PassCounts fired;
   if(level == OptLevel::none) return fired;
   size_t pruned = 0;
@@ -36,7 +36,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
     run("fuse_gelu", fuseGelu);
     run("fuse_matmul_add", fuseMatmulAdd);
     // fused_conv's kernel is the CPU's (the GPU would run it on host copies).
-    if(g.getDeviceId().type == DeviceType::cpu) {
+    if(cpuKernels && g.getDeviceId().type == DeviceType::cpu) {
       run("fuse_conv", fuseConvEpilogues);
       run("blocked_layout", blockConvChains);
     }

@@ -38,7 +38,10 @@ using PassCounts = std::vector<std::pair<std::string, size_t>>;
 // that exist only on the CPU (fused_conv) run only on CPU graphs, and none
 // of the fusions run on graphs built for training (they would change which
 // values autodiff sees).
-PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level);
+// cpuKernels false leaves out the rewrites into CPU-kernel ops that have no
+// ONNX form (fuse_conv, blocked_layout): for a graph that is to be exported
+// (onnx-export --optimized).
+PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels = true);
 
 // fold_constants: an op node all of whose inputs are constants (and that is
 // not stochastic) becomes a constant holding its value, computed once.
