@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <list>
+#include <string>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -249,7 +250,8 @@ Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, 
   p.residual = memory::desc(cat({cd.N, cd.M}, l.pos), kF32, lay.residual ? blockedTag(lay.residual) : tag);
   const bool plain = usePlain(kind, cd, layout);
   memory::desc want[3];
-  for(int r = 0; r < 3; ++r) want[r] = (plain && r != kW) ? p.user[r] : anyLike(p.user[r]);
+  for(int r = 0; r < 3; ++r)
+    want[r] = (plain && r != kW) ? memory::desc(p.user[r].dims(), kF32, tag) : anyLike(p.user[r]);
   // A blocked tensor is asked for as it is, so that no reorder runs
   // (forceBlocked: the first try; the caller retries with oneDNN's choice).
   if(forceBlocked) {
@@ -275,6 +277,11 @@ Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, 
     dnnl::convolution_forward::desc d(P::forward_inference, A::convolution_direct, want[kImg], want[kW], b,
                                       want[kPos], l.s, l.d, l.pl, l.pr);
     fwd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+    // Forced layouts oneDNN has no fast kernel for (a blocked src with a
+    // plain dst of 2 channels) get its reference one, 500x slower than a
+    // reorder: then let it choose (the caller's second try).
+    if(forceBlocked && std::string(fwd.impl_info_str()).rfind("ref", 0) == 0)
+      throw dnnl::error(dnnl_unimplemented, "only a reference kernel for the forced layouts");
     p.mine[kImg] = fwd.src_desc();
     p.mine[kW] = fwd.weights_desc();
     p.mine[kPos] = fwd.dst_desc();
