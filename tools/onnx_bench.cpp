@@ -156,6 +156,8 @@ int main(int argc, char** argv) {
   app.add_option("--opt-level", optLevel, "graph passes: none, basic or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "basic", "all"}));
+  std::vector<std::string> disabledPasses;
+  app.add_option("--disable-pass", disabledPasses, "a graph pass not to run (repeatable; to measure what it buys)");
   app.add_flag("--profile", profile,
                "time every node of the timed runs; print the time per op type and the slowest nodes");
   app.add_option("--profile-top", profileTop, "with --profile: how many of the slowest nodes to list")
@@ -188,6 +190,7 @@ int main(int argc, char** argv) {
     so.device = parseDevice(device);
     so.threads = threads;
     so.optimization = parseOptLevel(optLevel);
+    so.disabledPasses = disabledPasses;
     so.profile = profile && !train;
     if(profile && train) throw Error("--profile times inference runs; it does not combine with --train");
     t0 = Clock::now();

@@ -114,7 +114,7 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
       for(Expr& e : kv.second.sequence) kept.push_back(e);
     }
     for(Expr& e : kept) e->keepValue();
-    fresh->passes = optimizeGraph(g, kept, options_.optimization);
+    fresh->passes = optimizeGraph(g, kept, options_.optimization, true, options_.disabledPasses);
     g.setProfiler(profiler_);
     g.forward();
     ++built_;

@@ -30,6 +30,8 @@ struct SessionOptions {
   // basic (constant folding, no-op elimination, pruning) or all (basic and
   // the fusions: batch norm into conv, GELU, matmul + bias, conv epilogues).
   OptLevel optimization = OptLevel::all;
+  // Passes of that level not to run, by name (passNames()).
+  std::vector<std::string> disabledPasses;
   // Times every node of every run into profiler() (graph/profiler.h).
   bool profile = false;
 };

@@ -51,6 +51,8 @@ check "the Chrome trace is JSON with one event per node and run" python3 -c "
 import json; t = json.load(open('$T/trace.json'))
 ev = t['traceEvents']; assert ev and all(e['ph'] == 'X' and e['dur'] >= 0 for e in ev), ev[:2]
 assert len(ev) % 3 == 0, len(ev)"
+"$BIN/onnx-bench" "$M/model.onnx" --iters 2 --warmup 0 --disable-pass no_such_pass > "$T/o" 2> "$T/e"
+check "onnx-bench --disable-pass names an unknown pass" sh -c "[ $? -ne 0 ] && grep -q \"no graph pass 'no_such_pass'\" '$T/e'"
 "$BIN/onnx-bench" "$M/model.onnx" --iters 2 --warmup 0 --opt-level none --json > "$T/o" 2> "$T/e"
 check "onnx-bench --opt-level none runs no pass" python3 -c "
 import json; r = json.load(open('$T/o')); assert r['opt_level'] == 'none' and r['passes'] == 'none fired', r"

@@ -371,6 +371,30 @@ TEST(Passes, OptimizeGraphRunsTheLevelsPasses) {
   for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-5 * (1 + std::fabs(want[i])));
 }
 
+TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
+  auto build = [](ExpressionGraph& g) {
+    Expr x = geluInput(g);
+    Expr h = matmul(x, randomConst(g, {8, 5})) + randomConst(g, {5});
+    return (h * (1.0 + erf(h / std::sqrt(2.0)))) * 0.5;
+  };
+  Built b = make(build);
+  PassCounts fired = optimizeGraph(*b.g, {b.y}, OptLevel::all, true, {"fuse_gelu"});
+  auto ops = opCounts(*b.g);
+  EXPECT_EQ(ops["affine"], 1);
+  EXPECT_EQ(ops.count("gelu"), 0u);
+  EXPECT_EQ(ops["erf"], 1);
+  for(auto& kv : fired) EXPECT_NE(kv.first, "fuse_gelu");
+  Built c = make(build);
+  try {
+    optimizeGraph(*c.g, {c.y}, OptLevel::all, true, {"fuse_everything"});
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fold_constants"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(passNames().size(), 8u);
+}
+
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {
   Built b = make([](ExpressionGraph& g) {
     Expr x = randomConst(g, {3});

@@ -280,7 +280,7 @@ Prim makePrim(Kind kind, const ConvDims& cd, int nd, const Lists& l, bool bias, 
     // Forced layouts oneDNN has no fast kernel for (a blocked src with a
     // plain dst of 2 channels) get its reference one, 500x slower than a
     // reorder: then let it choose (the caller's second try).
-    if(forceBlocked && std::string(fwd.impl_info_str()).rfind("ref", 0) == 0)
+    if(forceBlocked && (lay.x || lay.y) && std::string(fwd.impl_info_str()).rfind("ref", 0) == 0)
       throw dnnl::error(dnnl_unimplemented, "only a reference kernel for the forced layouts");
     p.mine[kImg] = fwd.src_desc();
     p.mine[kW] = fwd.weights_desc();

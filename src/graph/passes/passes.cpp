@@ -1,5 +1,7 @@
 #include <onyx/graph/passes/passes.h>
 
+#include <algorithm>
+
 namespace onyx {
 
 OptLevel parseOptLevel(const std::string& s) {
@@ -17,17 +19,34 @@ const char* optLevelName(OptLevel level) {
   }
 }
 
-PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels) {
+const std::vector<std::string>& passNames() {
+  static const std::vector<std::string> names = {"fold_constants", "eliminate_noops", "fold_batch_norm",
+                                                 "fuse_gelu",      "fuse_matmul_add", "fuse_conv",
+                                                 "blocked_layout", "prune"};
+  return names;
+}
+
+PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels,
+                         const std::vector<std::string>& disabled) {
+  for(const std::string& d : disabled)
+    if(std::find(passNames().begin(), passNames().end(), d) == passNames().end()) {
+      std::string all;
+      for(const std::string& n : passNames()) all += (all.empty() ? "" : ", ") + n;
+      throw Error(str("no graph pass '", d, "' (passes: ", all, ")"));
+    }
+  auto off = [&](const char* name) { return std::find(disabled.begin(), disabled.end(), name) != disabled.end(); };
   PassCounts fired;
   if(level == OptLevel::none) return fired;
   size_t pruned = 0;
+  const bool pruning = !off("prune");
   auto run = [&](const char* name, size_t (*pass)(ExpressionGraph&, const std::vector<Expr>&)) {
+    if(off(name)) return;
     size_t n = pass(g, keep);
     if(!n) return;
     fired.emplace_back(name, n);
     // What a rewrite left unread goes now: a dead reader would stop a later
     // fusion that needs a value's only reader.
-    pruned += g.prune(keep);
+    if(pruning) pruned += g.prune(keep);
   };
   run("fold_constants", foldConstants);
   run("eliminate_noops", eliminateNoOps);
@@ -41,7 +60,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
       run("blocked_layout", blockConvChains);
     }
   }
-  pruned += g.prune(keep);
+  if(pruning) pruned += g.prune(keep);
   if(pruned) fired.emplace_back("prune", pruned);
   return fired;
 }

@@ -41,7 +41,13 @@ using PassCounts = std::vector<std::pair<std::string, size_t>>;
 // cpuKernels false leaves out the rewrites into CPU-kernel ops that have no
 // ONNX form (fuse_conv, blocked_layout): for a graph that is to be exported
 // (onnx-export --optimized).
-PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels = true);
+// `disabled` names passes not to run (as onnxruntime's disabled
+// optimizers; to measure what one pass buys); an unknown name is an
+// onyx::Error listing the passes.
+PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels = true,
+                         const std::vector<std::string>& disabled = {});
+// The passes optimizeGraph runs at level all, in order.
+const std::vector<std::string>& passNames();
 
 // fold_constants: an op node all of whose inputs are constants (and that is
 // not stochastic) becomes a constant holding its value, computed once.
