@@ -26,7 +26,9 @@ template <class Fn>
 void parallelFor(int64_t n, int64_t work, Fn&& fn) {
 #ifdef _OPENMP
   int threads = numThreads();
-  if(work >= kParallelGrain && threads > 1 && n > 1) {
+  // Inside a parallel region (work already split across threads, e.g. a
+  // bidirectional LSTM's two directions) it runs on the calling thread.
+  if(work >= kParallelGrain && threads > 1 && n > 1 && !omp_in_parallel()) {
     int64_t blocks = n < threads ? n : threads;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for(int64_t b = 0; b < blocks; ++b) fn(n * b / blocks, n * (b + 1) / blocks);
