@@ -204,6 +204,11 @@ void ExpressionGraph::retire(Expr e) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
     for(Node* c : n->children_) ONYX_ASSERT(c != node, "retire: node #", node->id_, " is used by #", n->id_);
   }
+  drop(node);
+  cseRebuild();
+}
+
+void ExpressionGraph::drop(Node* node) {
   // A leaf with no value that matches no Expr: forward() skips leaves other
   // than inputs, and nodes() skips generation 0.
   node->kind_ = NodeKind::Constant;
@@ -214,7 +219,6 @@ void ExpressionGraph::retire(Expr e) {
   node->val_ = nullptr;
   node->kernelState_.reset();
   node->keep_ = false;
-  cseRebuild();
 }
 
 size_t ExpressionGraph::replaceUses(Expr fromE, Expr toE) {
@@ -286,13 +290,7 @@ size_t ExpressionGraph::prune(const std::vector<Expr>& keep) {
   for(size_t i = 0; i < count_; ++i) {
     Node* n = order[i];
     if(live[i] || n->gen_ == 0) continue;
-    n->kind_ = NodeKind::Constant;
-    n->gen_ = 0;
-    n->op_ = nullptr;
-    n->children_.clear();
-    n->attrs_.clear();
-    n->val_ = nullptr;
-    n->kernelState_.reset();
+    drop(n);
     ++dropped;
   }
   if(dropped) cseRebuild();

@@ -162,6 +162,7 @@ private:
   void ensureValue(Node* n);
   void releaseValue(Node* n);
   void truncate(size_t mark);
+  void drop(Node* n);  // retire/prune: the node leaves the graph (its slot stays)
   void buildAdjoints(const std::vector<Node*>& order, Node* root);
   void printDebug(Node* n, bool grad) const;
   Node* cseFind(Node* n);

@@ -78,6 +78,15 @@ Expr randomConst(ExpressionGraph& g, const Shape& s, double lo = -1, double hi =
   return g.constant(s, inits::uniform(static_cast<float>(lo), static_cast<float>(hi)));
 }
 
+// An input x bound to value(i) at each flat index i.
+Expr boundInput(ExpressionGraph& g, const Shape& s, const std::function<float(float)>& value) {
+  Expr x = g.input("x", s);
+  std::vector<float> v(static_cast<size_t>(s.elements()));
+  for(size_t i = 0; i < v.size(); ++i) v[i] = value(static_cast<float>(i));
+  x->bind(TensorBase::fromVector<float>(s, v));
+  return x;
+}
+
 // ---- levels
 
 TEST(Passes, OptLevelNames) {
@@ -135,10 +144,7 @@ TEST(Passes, EliminateNoOpsDropsIdentitiesAndMergesChains) {
   std::map<std::string, int> ops;
   auto build = [](ExpressionGraph& g) {
     const Registry& r = Registry::instance();
-    Expr x = g.input("x", {2, 3, 4});
-    std::vector<float> v(24);
-    for(size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) - 7.5f;
-    x->bind(TensorBase::fromVector<float>(Shape({2, 3, 4}), v));
+    Expr x = boundInput(g, {2, 3, 4}, [](float i) { return i - 7.5f; });
     Expr a = g.make(r.get("reshape"), {x}, {{"shape", attr(std::vector<int64_t>{2, 3, 4})}});  // same shape
     Expr b = g.make(r.get("cast"), {a}, {{"to", int64_t(Type::float32)}});                     // same type
     Expr c = g.make(r.get("transpose"), {b}, {{"perm", attr(std::vector<int>{0, 1, 2})}});     // identity
@@ -168,11 +174,7 @@ TEST(Passes, EliminateNoOpsKeepsAGraphOutput) {
 // ---- fuse_gelu: the three associations exporters write
 
 Expr geluInput(ExpressionGraph& g) {
-  Expr x = g.input("x", {4, 8});
-  std::vector<float> v(32);
-  for(size_t i = 0; i < v.size(); ++i) v[i] = 0.37f * (static_cast<float>(i) - 15.f);
-  x->bind(TensorBase::fromVector<float>(Shape({4, 8}), v));
-  return x;
+  return boundInput(g, {4, 8}, [](float i) { return 0.37f * (i - 15.f); });
 }
 
 TEST(Passes, FuseGeluMatchesEachAssociation) {
@@ -211,10 +213,7 @@ TEST(Passes, FuseGeluNotWhenAnIntermediateIsReadElsewhereOrConstantsDiffer) {
 TEST(Passes, FuseMatmulAddMakesAffine) {
   std::map<std::string, int> ops;
   auto build = [](ExpressionGraph& g) {
-    Expr x = g.input("x", {2, 3, 8});
-    std::vector<float> v(48);
-    for(size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i));
-    x->bind(TensorBase::fromVector<float>(Shape({2, 3, 8}), v));
+    Expr x = boundInput(g, {2, 3, 8}, [](float i) { return std::sin(i); });
     return randomConst(g, {5}) + matmul(x, randomConst(g, {8, 5}));
   };
   EXPECT_EQ(checkPass(build, fuseMatmulAdd, 1e-6, &ops), 1u);
@@ -247,10 +246,7 @@ TEST(Passes, FuseMatmulAddNotForBatchedWeightsOrWideningBias) {
 TEST(Passes, FoldBatchNormIntoConv) {
   std::map<std::string, int> ops;
   auto build = [](ExpressionGraph& g) {
-    Expr x = g.input("x", {1, 3, 6, 6});
-    std::vector<float> v(108);
-    for(size_t i = 0; i < v.size(); ++i) v[i] = std::cos(0.3f * static_cast<float>(i));
-    x->bind(TensorBase::fromVector<float>(Shape({1, 3, 6, 6}), v));
+    Expr x = boundInput(g, {1, 3, 6, 6}, [](float i) { return std::cos(0.3f * i); });
     ConvOptions o;
     o.pads = {1, 1, 1, 1};
     Expr y = conv(x, randomConst(g, {4, 3, 3, 3}), randomConst(g, {4}), o);
@@ -275,10 +271,7 @@ TEST(Passes, FoldBatchNormNotWhenWeightsAreInputs) {
 
 // conv+relu -> depthwise conv+relu -> 1x1 conv + residual -> 1x1 conv (out).
 Expr convChain(ExpressionGraph& g) {
-  Expr x = g.input("x", {1, 8, 10, 10});
-  std::vector<float> v(800);
-  for(size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.1f * static_cast<float>(i));
-  x->bind(TensorBase::fromVector<float>(Shape({1, 8, 10, 10}), v));
+  Expr x = boundInput(g, {1, 8, 10, 10}, [](float i) { return std::sin(0.1f * i); });
   ConvOptions pad1;
   pad1.pads = {1, 1, 1, 1};
   ConvOptions dw = pad1;
