@@ -267,6 +267,8 @@ bool resizeLast2(const TensorBase& src, TensorBase& dst, const std::vector<AxisT
   for(const AxisTaps* t : {&th, &tw})
     for(char e : t->extrap)
       if(e) return false;
+  constexpr int64_t kMaxTaps = 8;  // linear 2, cubic 4; wider (antialiased) ones take the general path
+  if(th.n > kMaxTaps) return false;
   const int64_t planes = src.size() / (th.in * tw.in);
   const float* in = src.data<float>();
   float* out = dst.data<float>();
@@ -274,19 +276,27 @@ bool resizeLast2(const TensorBase& src, TensorBase& dst, const std::vector<AxisT
     for(int64_t row = b; row < e; ++row) {
       const int64_t p = row / th.out, y = row % th.out;
       const float* plane = in + p * th.in * tw.in;
+      // This row's input rows and weights, zero weights skipped as applyAxis does.
+      const float* rows[kMaxTaps];
+      double wy[kMaxTaps];
+      int ny = 0;
+      for(int64_t ky = 0; ky < th.n; ++ky) {
+        const double w = th.w[size_t(y * th.n + ky)];
+        if(w == 0) continue;
+        rows[ny] = plane + th.idx[size_t(y * th.n + ky)] * tw.in;
+        wy[ny++] = w;
+      }
       float* o = out + row * tw.out;
+      const int64_t* ixs = tw.idx.data();
+      const double* wxs = tw.w.data();
       for(int64_t x = 0; x < tw.out; ++x) {
         double acc = 0;
-        for(int64_t kx = 0; kx < tw.n; ++kx) {
-          const double wx = tw.w[size_t(x * tw.n + kx)];
+        for(int64_t kx = x * tw.n; kx < (x + 1) * tw.n; ++kx) {
+          const double wx = wxs[kx];
           if(wx == 0) continue;
-          const int64_t ix = tw.idx[size_t(x * tw.n + kx)];
+          const int64_t ix = ixs[kx];
           double col = 0;
-          for(int64_t ky = 0; ky < th.n; ++ky) {
-            const double wy = th.w[size_t(y * th.n + ky)];
-            if(wy == 0) continue;
-            col += wy * double(plane[th.idx[size_t(y * th.n + ky)] * tw.in + ix]);
-          }
+          for(int k = 0; k < ny; ++k) col += wy[k] * double(rows[k][ix]);
           acc += wx * col;
         }
         o[x] = float(acc);
