@@ -129,6 +129,8 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
       // as OpenBLAS does (8 x 256 by 256 x 1024: 76 vs 98 us on 1 thread,
       // 40 vs 108 us on 2; 64 x 512 by 512 x 512: 190 vs 225 us on 2; Zen 3).
       // At 128 rows and more they are even (BERT's layers stay on OpenBLAS).
+      // The price: oneDNN generates its sgemm kernels on the first call in a
+      // process, about 20 ms once (the MLP's first run: 3 -> 21 ms).
       if(M <= kFewRows && dnnlEnabled()) {
         if(beta == 0)
           for(int64_t i = 0; i < M; ++i)
