@@ -3,7 +3,6 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -25,10 +24,36 @@ int OnnxModelFile::opset(const std::string& domain) const {
   return it == opsets.end() ? -1 : it->second;
 }
 
-std::string readFileBytes(const std::string& path) {
+namespace {
+
+// A path that names a file to read, or a one-line error saying why not.
+void requireFile(const std::string& path) {
   std::error_code ec;
   if(!fs::exists(path, ec)) throw Error(str(path, ": no such file"));
   if(fs::is_directory(path, ec)) throw Error(str(path, ": is a directory, not a file"));
+}
+
+// Parses msg from `stream` (`empty`: the source holds no bytes at all).
+template <class Msg>
+void parseMessage(Msg& msg, google::protobuf::io::ZeroCopyInputStream& stream, bool empty, const std::string& where,
+                  const char* kind) {
+  if(empty) throw Error(str(where, ": empty file, not ", kind));
+  google::protobuf::io::CodedInputStream in(&stream);
+  in.SetTotalBytesLimit(INT_MAX);
+  if(!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
+    throw Error(str(where, ": not ", kind, " (protobuf parse failed: truncated or corrupt file)"));
+}
+
+template <class Msg>
+void parseMessage(Msg& msg, const std::string& bytes, const std::string& where, const char* kind) {
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+  parseMessage(msg, stream, bytes.empty(), where, kind);
+}
+
+}  // namespace
+
+std::string readFileBytes(const std::string& path) {
+  requireFile(path);
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if(!f) throw Error(str(path, ": cannot open for reading"));
   // One buffer of the file's size, read into directly (a stringstream would
@@ -42,16 +67,6 @@ std::string readFileBytes(const std::string& path) {
 }
 
 namespace {
-
-template <class Msg>
-void parseMessage(Msg& msg, const std::string& bytes, const std::string& where, const char* kind) {
-  if(bytes.empty()) throw Error(str(where, ": empty file, not ", kind));
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
-  in.SetTotalBytesLimit(INT_MAX);
-  if(!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-    throw Error(str(where, ": not ", kind, " (protobuf parse failed: truncated or corrupt file)"));
-}
 
 void checkGraphNames(const ::onnx::GraphProto& g, const std::string& where) {
   for(const auto& n : g.node())
@@ -92,9 +107,7 @@ std::shared_ptr<OnnxModelFile> parseOnnxModel(const std::string& bytes, const st
 }
 
 std::shared_ptr<OnnxModelFile> loadOnnxModel(const std::string& path) {
-  std::error_code ec;
-  if(!fs::exists(path, ec)) throw Error(str(path, ": no such file"));
-  if(fs::is_directory(path, ec)) throw Error(str(path, ": is a directory, not a file"));
+  requireFile(path);
   auto m = std::make_shared<OnnxModelFile>();
   m->path = path;
   fs::path dir = fs::path(path).parent_path();
@@ -103,17 +116,11 @@ std::shared_ptr<OnnxModelFile> loadOnnxModel(const std::string& path) {
   // the parsed model (a BERT-base file is 440 MB).
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if(fd < 0) throw Error(str(path, ": cannot open for reading"));
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if(::fstat(fd, &st) == 0 && st.st_size == 0) throw Error(str(path, ": empty file, not an ONNX model"));
   google::protobuf::io::FileInputStream file(fd);
-  google::protobuf::io::CodedInputStream in(&file);
-  in.SetTotalBytesLimit(INT_MAX);
-  if(!m->proto.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() || file.GetErrno() != 0)
-    throw Error(str(path, ": not an ONNX model (protobuf parse failed: truncated or corrupt file)"));
+  file.SetCloseOnDelete(true);
+  struct stat st {};
+  parseMessage(m->proto, file, ::fstat(fd, &st) == 0 && st.st_size == 0, path, "an ONNX model");
+  if(file.GetErrno() != 0) throw Error(str(path, ": read error"));
   checkModel(m.get(), path);
   return m;
 }

@@ -98,16 +98,6 @@ Tensor randomInput(const ValueInfo& info, const std::map<std::string, int64_t>& 
   return t;
 }
 
-std::string jsonString(const std::string& s) {
-  std::ostringstream o;
-  o << '"';
-  for(char c : s) {
-    if(c == '"' || c == '\\') o << '\\' << c;
-    else if(static_cast<unsigned char>(c) < 0x20) o << "\\u" << std::hex << std::setw(4) << std::setfill('0') << int(c) << std::dec;
-    else o << c;
-  }
-  return o.str() + '"';
-}
 
 }  // namespace
 
@@ -150,12 +140,11 @@ int main(int argc, char** argv) {
                "time training steps instead of inference: build the graph with the initializers as params, "
                "loss = mean(output 0 squared), forward, backward, one Sgd step (--lr)");
   app.add_option("--lr", lr, "with --train: the Sgd learning rate")->capture_default_str();
-  std::string optLevel = "all", profileJson;
+  std::string profileJson;
   bool profile = false;
   size_t profileTop = 20;
-  app.add_option("--opt-level", optLevel, "graph passes: none, basic or all")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "basic", "all"}));
+  OptLevel optLevel = OptLevel::all;
+  tools::addOptLevelOption(app, optLevel);
   std::vector<std::string> disabledPasses;
   app.add_option("--disable-pass", disabledPasses, "a graph pass not to run (repeatable; to measure what it buys)");
   app.add_flag("--profile", profile,
@@ -189,7 +178,7 @@ int main(int argc, char** argv) {
     SessionOptions so;
     so.device = parseDevice(device);
     so.threads = threads;
-    so.optimization = parseOptLevel(optLevel);
+    so.optimization = optLevel;
     so.disabledPasses = disabledPasses;
     so.profile = profile && !train;
     if(profile && train) throw Error("--profile times inference runs; it does not combine with --train");
@@ -316,12 +305,12 @@ int main(int argc, char** argv) {
     if(json) {
       std::ostringstream o;
       o << std::setprecision(6);
-      o << "{\"model\": " << jsonString(modelPath) << ", \"mode\": \"" << (train ? "train" : "inference")
-        << "\", \"device\": " << jsonString(device) << ", \"threads\": " << threads << ", \"iters\": " << lat.size()
-        << ", \"warmup\": " << warmed << ", \"inputs\": " << jsonString(inputDesc) << ", \"load_ms\": " << loadMs
+      o << "{\"model\": " << json::quote(modelPath) << ", \"mode\": \"" << (train ? "train" : "inference")
+        << "\", \"device\": " << json::quote(device) << ", \"threads\": " << threads << ", \"iters\": " << lat.size()
+        << ", \"warmup\": " << warmed << ", \"inputs\": " << json::quote(inputDesc) << ", \"load_ms\": " << loadMs
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
-        << ", \"opt_level\": " << jsonString(optLevel) << ", \"passes\": " << jsonString(train ? "" : passes)
+        << ", \"opt_level\": " << json::quote(optLevelName(optLevel)) << ", \"passes\": " << json::quote(train ? "" : passes)
         << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
       for(size_t i = 0; i < lat.size(); ++i) o << (i ? ", " : "") << lat[i];
       o << "]}";
@@ -338,7 +327,7 @@ int main(int argc, char** argv) {
                 << "latency p90:      " << p90 << " ms (min " << mn << ", max " << mx << ")\n"
                 << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
                 << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
-      if(!train) std::cout << "graph passes:     " << passes << " (--opt-level " << optLevel << ")\n";
+      if(!train) std::cout << "graph passes:     " << passes << " (--opt-level " << optLevelName(optLevel) << ")\n";
       if(session.profiler()) std::cout << session.profiler()->report(profileTop);
       if(!profileJson.empty()) std::cout << "chrome trace:     " << profileJson << "\n";
     }

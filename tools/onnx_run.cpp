@@ -26,10 +26,8 @@ int main(int argc, char** argv) {
                  "a test_data_set_N folder: inputs from its input_*.pb (unless --input), outputs compared with output_*.pb");
   app.add_option("--threads", threads, "CPU threads (0: default)");
   app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
-  std::string optLevel = "all";
-  app.add_option("--opt-level", optLevel, "graph passes: none, basic or all")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "basic", "all"}));
+  OptLevel optLevel = OptLevel::all;
+  tools::addOptLevelOption(app, optLevel);
   app.add_option("--rtol", rtol, "relative tolerance for --test-data")->capture_default_str();
   app.add_option("--atol", atol, "absolute tolerance for --test-data")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -39,7 +37,7 @@ int main(int argc, char** argv) {
     SessionOptions so;
     so.device = parseDevice(device);
     so.threads = threads;
-    so.optimization = parseOptLevel(optLevel);
+    so.optimization = optLevel;
     Session session(model, so);
     HostValues in;
     tools::TestDataSet set;

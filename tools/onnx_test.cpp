@@ -44,7 +44,7 @@ struct Options {
   bool roundTrip = false;
   std::string exportDir;
   int opset = 0;
-  std::string optLevel = "all";
+  OptLevel optLevel = OptLevel::all;
 };
 
 void findCases(const fs::path& dir, std::vector<fs::path>& out) {
@@ -114,7 +114,7 @@ std::string roundTripCase(const fs::path& dir, const Options& o) {
   SessionOptions so;
   so.device = parseDevice(o.device);
   so.threads = o.threads;
-  so.optimization = parseOptLevel(o.optLevel);
+  so.optimization = o.optLevel;
   HostValues want = Session(model, so).runValues(set.inputs);
   char tmpl[] = "/tmp/onnx-test-rt-XXXXXX";
   if(!mkdtemp(tmpl)) return "cannot create a temporary folder";
@@ -155,7 +155,7 @@ std::string runCase(const fs::path& dir, const Options& o) {
     SessionOptions so;
     so.device = parseDevice(o.device);
     so.threads = o.threads;
-    so.optimization = parseOptLevel(o.optLevel);
+    so.optimization = o.optLevel;
     Session session(model, so);
     auto sets = tools::testDataSets(dir.string());
     if(sets.empty()) return "no test_data_set_* folder";
@@ -268,9 +268,7 @@ int main(int argc, char** argv) {
   app.add_option("--atol", o.atol, "absolute tolerance")->capture_default_str();
   app.add_option("--device", o.device, "cpu or gpu0")->capture_default_str();
   app.add_option("--threads", o.threads, "threads per case (0: default)");
-  app.add_option("--opt-level", o.optLevel, "graph passes: none, basic or all")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"none", "basic", "all"}));
+  tools::addOptLevelOption(app, o.optLevel);
   app.add_option("--timeout", o.timeout, "seconds per case")->capture_default_str();
   app.add_option("--filter", filter, "only cases whose name matches this regex");
   app.add_flag("--no-fork", [&](int64_t) { o.fork = false; }, "run cases in this process (for a debugger)");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
+
 #include <onyx/io/npz.h>
 #include <onnx/onnx-data_pb.h>
 #include <onyx/onnx/model_file.h>
@@ -11,6 +13,13 @@
 
 namespace onyx {
 namespace tools {
+
+void addOptLevelOption(CLI::App& app, OptLevel& level) {
+  app.add_option_function<std::string>(
+         "--opt-level", [&level](const std::string& s) { level = parseOptLevel(s); },
+         "graph passes: none, basic or all (default all)")
+      ->check(CLI::IsMember({"none", "basic", "all"}));
+}
 
 namespace fs = std::filesystem;
 

@@ -7,8 +7,15 @@
 
 #include <onyx/runtime/session.h>
 
+namespace CLI {
+class App;
+}
+
 namespace onyx {
 namespace tools {
+
+// --opt-level none|basic|all, parsed into `level` (SessionOptions::optimization).
+void addOptLevelOption(CLI::App& app, OptLevel& level);
 
 // A value file for `info`: .npy, or a serialized TensorProto / SequenceProto /
 // OptionalProto (.pb) chosen by the kind the model declares.

@@ -1,12 +1,12 @@
 #include <onyx/graph/profiler.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
 #include <onyx/graph/node.h>
+#include <onyx/io/json.h>
 #include <onyx/io/npz.h>
 
 namespace onyx {
@@ -21,23 +21,6 @@ std::string describe(const Node& n) {
   }
   o << " -> " << n.shape() << ' ' << typeName(n.value_type());
   return o.str();
-}
-
-std::string jsonEscape(const std::string& s) {
-  std::string r;
-  for(char c : s) {
-    if(c == '"' || c == '\\') {
-      r += '\\';
-      r += c;
-    } else if(static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      r += buf;
-    } else {
-      r += c;
-    }
-  }
-  return r;
 }
 
 }  // namespace
@@ -132,9 +115,9 @@ void Profiler::writeChromeTrace(const std::string& path) const {
   bool first = true;
   for(const Event& e : events_) {
     const NodeStats& n = nodes_[e.node];
-    o << (first ? "" : ",\n") << "{\"name\":\"" << jsonEscape(n.name) << "\",\"cat\":\"" << jsonEscape(n.op)
-      << "\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" << e.startUs << ",\"dur\":" << e.durUs
-      << ",\"args\":{\"op\":\"" << jsonEscape(n.op) << "\",\"shapes\":\"" << jsonEscape(n.shapes) << "\"}}";
+    o << (first ? "" : ",\n") << "{\"name\":" << json::quote(n.name) << ",\"cat\":" << json::quote(n.op)
+      << ",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" << e.startUs << ",\"dur\":" << e.durUs
+      << ",\"args\":{\"op\":" << json::quote(n.op) << ",\"shapes\":" << json::quote(n.shapes) << "}}";
     first = false;
   }
   o << "\n]}\n";

@@ -165,6 +165,12 @@ void Value::write(std::string& out, int indent, int depth) const {
   }
 }
 
+std::string quote(const std::string& s) {
+  std::string out;
+  writeString(out, s);
+  return out;
+}
+
 std::string Value::dump(int indent) const {
   std::string out;
   write(out, indent, 0);

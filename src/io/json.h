@@ -61,6 +61,10 @@ private:
   std::vector<std::pair<std::string, Value>> members_;
 };
 
+// `s` as a JSON string literal, quoted and escaped (for writers that stream
+// JSON of their own, e.g. a trace).
+std::string quote(const std::string& s);
+
 // Parses a document; errors name `where` with line and column.
 Value parse(const std::string& text, const std::string& where);
 

@@ -68,19 +68,10 @@ void softmaxLines(const TensorBase& xt, TensorBase& yt, int axis, bool logOut) {
           if(!nan) {
             for(int64_t j = 0; j < n; ++j) yl[j] = xl[j] - mf;
             host::vec::exp(yl, yl, n);
-            double p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-            int64_t j = 0;
-            for(; j + 4 <= n; j += 4) {
-              p0 += yl[j];
-              p1 += yl[j + 1];
-              p2 += yl[j + 2];
-              p3 += yl[j + 3];
-            }
-            for(; j < n; ++j) p0 += yl[j];
-            const float inv = static_cast<float>(1.0 / ((p0 + p1) + (p2 + p3)));
-            for(j = 0; j < n; ++j) yl[j] *= inv;
+            const float inv = static_cast<float>(1.0 / host::sumInFour(n, [yl](int64_t j) { return yl[j]; }));
+            for(int64_t j = 0; j < n; ++j) yl[j] *= inv;
             if(st != 1)
-              for(j = 0; j < n; ++j) y[o + j * st] = line[static_cast<size_t>(j)];
+              for(int64_t j = 0; j < n; ++j) y[o + j * st] = line[static_cast<size_t>(j)];
             continue;
           }
         }
@@ -324,31 +315,13 @@ void layerNormRows(KernelCtx& c) {
     for(int64_t r = b; r < e; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
-      // Four partial sums side by side: one chain of dependent double adds
-      // was the bound of the whole kernel.
-      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int64_t j4 = 0;
-      for(; j4 + 4 <= n; j4 += 4) {
-        s0 += host::load(xr, j4);
-        s1 += host::load(xr, j4 + 1);
-        s2 += host::load(xr, j4 + 2);
-        s3 += host::load(xr, j4 + 3);
-      }
-      for(; j4 < n; ++j4) s0 += host::load(xr, j4);
-      const double mean = ((s0 + s1) + (s2 + s3)) / double(n);
-      auto sq = [&](int64_t j) {
+      // Four partial sums each (host::sumInFour): one chain of dependent
+      // double adds was the bound of the whole kernel.
+      const double mean = host::sumInFour(n, [xr](int64_t j) { return host::load(xr, j); }) / double(n);
+      const double v = host::sumInFour(n, [xr, mean](int64_t j) {
         double d = host::load(xr, j) - mean;
         return d * d;
-      };
-      double v0 = 0, v1 = 0, v2 = 0, v3 = 0;
-      for(j4 = 0; j4 + 4 <= n; j4 += 4) {
-        v0 += sq(j4);
-        v1 += sq(j4 + 1);
-        v2 += sq(j4 + 2);
-        v3 += sq(j4 + 3);
-      }
-      for(; j4 < n; ++j4) v0 += sq(j4);
-      const double v = (v0 + v1) + (v2 + v3);
+      });
       const C rstd = static_cast<C>(1.0 / std::sqrt(v / double(n) + eps));
       const C mu = static_cast<C>(mean);
       for(int64_t j = 0; j < n; ++j) {

@@ -34,6 +34,12 @@ TEST(Json, StringsAndEscapes) {
   EXPECT_EQ(json::parse(v.dump(), "again").dump(), v.dump());
 }
 
+TEST(Json, QuoteIsAStringLiteralThatParsesBack) {
+  const std::string s = "a\"b\\c\n\x01 \xc3\xa9";
+  EXPECT_EQ(json::quote(s), "\"a\\\"b\\\\c\\n\\u0001 \xc3\xa9\"");
+  EXPECT_EQ(json::parse(json::quote(s), "test").asString("test"), s);
+}
+
 TEST(Json, ErrorsNameThePlace) {
   auto msg = [](const std::string& text) {
     try {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <list>
-#include <string>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
 

@@ -226,6 +226,31 @@ struct ReducePlan {
   }
 };
 
+// combine(...combine(init, get(0))..., get(n - 1)) with the elements dealt
+// round-robin into four accumulators joined by merge(acc, acc) at the end:
+// four independent chains instead of one chain of dependent adds, which
+// bounded every long sum (reductions, layer norm, softmax).
+template <class Acc, class Get, class Combine, class Merge>
+Acc foldInFour(int64_t n, Acc init, Get get, Combine combine, Merge merge) {
+  Acc a0 = init, a1 = init, a2 = init, a3 = init;
+  int64_t j = 0;
+  for(; j + 4 <= n; j += 4) {
+    a0 = combine(a0, get(j));
+    a1 = combine(a1, get(j + 1));
+    a2 = combine(a2, get(j + 2));
+    a3 = combine(a3, get(j + 3));
+  }
+  for(; j < n; ++j) a0 = combine(a0, get(j));
+  return merge(merge(a0, a1), merge(a2, a3));
+}
+
+// The sum of get(j) over [0, n) in double, four partial sums.
+template <class Get>
+double sumInFour(int64_t n, Get get) {
+  auto plus = [](double a, double b) { return a + b; };
+  return foldInFour(n, 0.0, [&](int64_t j) { return double(get(j)); }, plus, plus);
+}
+
 // Reduction of `in` into `out` (ReducePlan): each out element combines all
 // in elements that broadcast from it. Acc is the accumulator type;
 // combine(acc, element) folds an element in, finish(acc, count) gives the
@@ -236,9 +261,8 @@ void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine
 }
 
 // The same with merge(acc, acc), which joins two partial results: a
-// contiguous run is then folded into four accumulators side by side (the
-// chain of dependent adds was the bound: a 56x56 average pool ran at a
-// tenth of memory speed), merged at the end.
+// contiguous run is then folded in four (foldInFour; a 56x56 average pool
+// ran at a tenth of memory speed as one chain).
 template <class T, class Acc, class Combine, class Merge, class Finish>
 void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine, Merge merge, Finish finish) {
   ReducePlan p(in.shape(), out.shape());
@@ -252,16 +276,8 @@ void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine
       if constexpr(canSplit) {
         if(p.nr == 1 && p.redStr[0] == 1 && p.redN >= 16) {
           const T* x = ip + base;
-          Acc a0 = init, a1 = init, a2 = init, a3 = init;
-          int64_t j = 0;
-          for(; j + 4 <= p.redN; j += 4) {
-            a0 = combine(a0, static_cast<Acc>(load(x, j)));
-            a1 = combine(a1, static_cast<Acc>(load(x, j + 1)));
-            a2 = combine(a2, static_cast<Acc>(load(x, j + 2)));
-            a3 = combine(a3, static_cast<Acc>(load(x, j + 3)));
-          }
-          for(; j < p.redN; ++j) a0 = combine(a0, static_cast<Acc>(load(x, j)));
-          store(op, o, finish(merge(merge(a0, a1), merge(a2, a3)), p.redN));
+          auto get = [x](int64_t j) { return static_cast<Acc>(load(x, j)); };
+          store(op, o, finish(foldInFour(p.redN, init, get, combine, merge), p.redN));
           continue;
         }
       }

@@ -1,3 +1,5 @@
+#include <unordered_set>
+
 #include <onyx/graph/passes/passes.h>
 #include <onyx/graph/passes/uses.h>
 
@@ -26,23 +28,23 @@ bool identity(const IntList& p) {
 }  // namespace
 
 size_t eliminateNoOps(ExpressionGraph& g, const std::vector<Expr>& keep) {
-  passes::Uses uses(g, keep);
+  std::unordered_set<const Node*> kept;
+  for(const Expr& k : keep) kept.insert(k.get());
   const OpDef& reshapeOp = Registry::instance().get("reshape");
   const OpDef& transposeOp = Registry::instance().get("transpose");
   size_t count = 0;
   for(const Expr& e : g.nodes()) {
     Node* n = e.get();
-    if(n->kind() != NodeKind::Op || n->numChildren() != 1 || uses.kept(n)) continue;
+    if(n->kind() != NodeKind::Op || n->numChildren() != 1 || kept.count(n)) continue;
     Node* x = n->child(0).get();
     bool sameShape = x->shape() == n->shape() && x->value_type() == n->value_type();
     bool noop = false;
     if(isOp(n, "reshape") || isOp(n, "flatten") || isOp(n, "expand")) {
       noop = sameShape;
-      if(!noop && (isOp(x, "reshape") || isOp(x, "flatten"))) {
+      if(!noop && !isOp(n, "expand") && (isOp(x, "reshape") || isOp(x, "flatten"))) {
         // reshape(reshape(x)) = one reshape of x (the inner may stay for other readers).
         Node* src = x->child(0).get();
         IntList dims(n->shape().dims().begin(), n->shape().dims().end());
-        if(isOp(n, "expand")) continue;
         g.redefine(e, reshapeOp, {Expr(src)}, {{"shape", attr(dims)}});
         ++count;
         x = src;
@@ -66,7 +68,6 @@ size_t eliminateNoOps(ExpressionGraph& g, const std::vector<Expr>& keep) {
     }
     if(!noop) continue;
     g.replaceUses(e, Expr(x));
-    uses.move(n, x);
     ++count;
   }
   return count;

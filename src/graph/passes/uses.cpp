@@ -26,14 +26,6 @@ Node* Uses::only(const Node* n) const {
   return r.size() == 1 ? r[0] : nullptr;
 }
 
-void Uses::move(const Node* from, Node* to) {
-  auto it = readers_.find(from);
-  if(it == readers_.end()) return;
-  auto& dst = readers_[to];
-  dst.insert(dst.end(), it->second.begin(), it->second.end());
-  readers_.erase(from);
-}
-
 bool isOp(const Node* n, const char* name) { return n && n->kind() == NodeKind::Op && n->op()->name == name; }
 
 bool scalarConstant(const Node* n, double& v) {

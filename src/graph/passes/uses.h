@@ -1,6 +1,6 @@
 // What the passes share: who reads each node of a graph, which nodes are
 // kept (graph outputs), and the look of small constants. Built once per
-// pass; a pass that rewires readers (replaceUses) updates it with move().
+// pass, before it rewrites anything.
 #pragma once
 #include <unordered_map>
 #include <unordered_set>
@@ -19,8 +19,6 @@ public:
   // n's only reader, or null when n has several, none, or is kept: the
   // condition for a fusion to stop materialising n.
   Node* only(const Node* n) const;
-  // Every reader of `from` now reads `to` (after g.replaceUses).
-  void move(const Node* from, Node* to);
 
 private:
   std::unordered_map<const Node*, std::vector<Node*>> readers_;
