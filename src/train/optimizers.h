@@ -2,7 +2,10 @@
 // Optimizer<AdamW>(lr); opt->update(graph) applies one step to every trainable
 // param of the graph using the gradients of the last backward(), on the
 // params' device (the per-element rule is backend/cpu/update_rule.h, shared
-// by the CPU loop and the GPU kernel).
+// by the CPU loop and the GPU kernel). On the CPU all params step in one
+// parallel pass (multi-tensor), which also sums the gradients' squares for
+// the returned norm; only clipping and updateIfFinite need the norm first,
+// and so a pass of their own.
 //
 // Mixed precision: a float16 or bfloat16 param gets a float32 master copy
 // (state "<param>/master", made from the param on its first step, saved in
@@ -59,12 +62,9 @@ public:
   std::map<std::string, Tensor>& state() { return state_; }
 
 protected:
-  // Updates one param in place. `scale` multiplies the gradient (clipping,
-  // loss-scale undo).
-  virtual void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) = 0;
-  // Applies `rule` to every element of `value` on its device, with the
-  // rule's state slots and (float16/bfloat16) the master copy.
-  void step(const std::string& name, TensorBase& value, const TensorBase& grad, const UpdateRule& rule);
+  // This optimizer's rule for the current step (step_ already counts it);
+  // `scale` multiplies every gradient (clipping, loss-scale undo).
+  virtual UpdateRule rule(double scale) const = 0;
   Tensor& slot(const std::string& param, const std::string& slot, const TensorBase& like);
   Tensor& master(const std::string& param, const TensorBase& value);
 
@@ -80,21 +80,21 @@ class Sgd : public OptimizerBase {
 public:
   using OptimizerBase::OptimizerBase;
 protected:
-  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+  UpdateRule rule(double scale) const override;
 };
 
 class Adagrad : public OptimizerBase {
 public:
   using OptimizerBase::OptimizerBase;
 protected:
-  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+  UpdateRule rule(double scale) const override;
 };
 
 class Adam : public OptimizerBase {
 public:
   using OptimizerBase::OptimizerBase;
 protected:
-  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+  UpdateRule rule(double scale) const override;
 };
 
 // Adam with decoupled weight decay (Loshchilov & Hutter): w -= lr * wd * w.
@@ -102,7 +102,7 @@ class AdamW : public Adam {
 public:
   explicit AdamW(OptimizerOptions o) : Adam(withDefaultDecay(o)) {}
 protected:
-  void updateParam(const std::string& name, TensorBase& value, const TensorBase& grad, double scale) override;
+  UpdateRule rule(double scale) const override;
 private:
   static OptimizerOptions withDefaultDecay(OptimizerOptions o) {
     if(o.weightDecay == 0.0) o.weightDecay = 0.01;

@@ -32,32 +32,45 @@ struct UpdateRule {
   }
 
   // New value of weight w for gradient g; s0 and s1 are the element's state
-  // slots (unused ones may be null).
-  ONYX_HD double apply(double w, double g, float* s0, float* s1) const {
+  // slots (unused ones may be null). applyAs<K> is the rule of one kind, for
+  // loops that choose the kind once (the CPU's fused step); apply() switches
+  // per element (the GPU kernel, where the branch is uniform).
+  template <Kind K>
+  ONYX_HD double applyAs(double w, double g, float* s0, float* s1) const {
     g *= gradScale;
+    if constexpr(K == sgd) {
+      (void)s0;
+      (void)s1;
+      return w - lr * (g + weightDecay * w);
+    } else if constexpr(K == momentum) {
+      (void)s1;
+      double m = mu * *s0 + (g + weightDecay * w);
+      *s0 = static_cast<float>(m);
+      return w - lr * m;
+    } else if constexpr(K == adagrad) {
+      (void)s1;
+      g += weightDecay * w;
+      double a = *s0 + g * g;
+      *s0 = static_cast<float>(a);
+      return w - lr * g / (::sqrt(a) + eps);
+    } else {
+      if constexpr(K == adam) g += weightDecay * w;  // AdamW decays the weight itself (below)
+      double m = beta1 * *s0 + (1 - beta1) * g;
+      double v = beta2 * *s1 + (1 - beta2) * g * g;
+      *s0 = static_cast<float>(m);
+      *s1 = static_cast<float>(v);
+      double step = lr * (m / c1) / (::sqrt(v / c2) + eps);
+      if constexpr(K == adamw) return w - lr * weightDecay * w - step;
+      else return w - step;
+    }
+  }
+  ONYX_HD double apply(double w, double g, float* s0, float* s1) const {
     switch(kind) {
-      case sgd: return w - lr * (g + weightDecay * w);
-      case momentum: {
-        double m = mu * *s0 + (g + weightDecay * w);
-        *s0 = static_cast<float>(m);
-        return w - lr * m;
-      }
-      case adagrad: {
-        g += weightDecay * w;
-        double a = *s0 + g * g;
-        *s0 = static_cast<float>(a);
-        return w - lr * g / (::sqrt(a) + eps);
-      }
-      case adam:
-      case adamw: {
-        if(kind == adam) g += weightDecay * w;  // AdamW decays the weight itself (below)
-        double m = beta1 * *s0 + (1 - beta1) * g;
-        double v = beta2 * *s1 + (1 - beta2) * g * g;
-        *s0 = static_cast<float>(m);
-        *s1 = static_cast<float>(v);
-        double step = lr * (m / c1) / (::sqrt(v / c2) + eps);
-        return kind == adamw ? w - lr * weightDecay * w - step : w - step;
-      }
+      case sgd: return applyAs<sgd>(w, g, s0, s1);
+      case momentum: return applyAs<momentum>(w, g, s0, s1);
+      case adagrad: return applyAs<adagrad>(w, g, s0, s1);
+      case adam: return applyAs<adam>(w, g, s0, s1);
+      case adamw: return applyAs<adamw>(w, g, s0, s1);
     }
     return w;
   }
