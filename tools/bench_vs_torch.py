@@ -11,6 +11,7 @@ tests' run of this script):
   bert-base  inference, a 12-layer encoder (hidden 768, 12 heads, FFN 3072), batch 8, sequence 128
   mlp        training step, batch 256, 784-2048-2048-10
   resnet18   training step, batch 32, 3x224x224
+  bert-small training step, a 4-layer encoder (hidden 256, 4 heads, FFN 1024), batch 8, sequence 128
 
 The models are built in PyTorch (seeded) and exported to ONNX once; Onyx
 runs the exported file with onnx-bench (inference, or --train: graph
@@ -109,6 +110,9 @@ def torch_models(size):
          (pick(256, 32, 4), 784)),
         ("resnet18", "train", resnet(Basic, pick([2, 2, 2, 2], [1, 1, 1, 1], [1, 1, 1, 1]), 1),
          (pick(32, 2, 2), 3, img, img)),  # BatchNorm trains on >= 2 values per channel
+        # a BERT-style fine-tune: 4 layers, hidden 256, 4 heads, FFN 1024, batch 8, sequence 128
+        ("bert-small", "train", Encoder(pick(4, 2, 1), pick(256, 128, 32), pick(4, 4, 2), pick(1024, 512, 64)),
+         (pick(8, 2, 1), pick(128, 32, 8), pick(256, 128, 32))),
     ]
 
 
