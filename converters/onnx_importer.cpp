@@ -142,7 +142,9 @@ public:
   Tensor value(size_t i) override { return valueOf(input(i)); }
   Tensor valueOf(Expr e) override {
     if(imp_.isValueDependent(e.get())) imp_.markValueDependent();
-    return imp_.graph().value(e);
+    // Rules read values on the host (shapes, indices, attributes as inputs).
+    Tensor t = imp_.graph().value(e);
+    return t->onHost() ? t : t->hostCopy();
   }
 
   bool hasAttr(const char* name) const override { return find(name) != nullptr; }

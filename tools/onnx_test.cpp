@@ -259,11 +259,13 @@ int main(int argc, char** argv) {
                "  onnx-test DATA/node --known-failures tests/conformance/node.txt\n"
                "  onnx-test DATA/node --round-trip --known-failures tests/conformance/roundtrip_node.txt\n"};
   std::vector<std::string> dirs;
-  std::string knownFile, filter;
+  std::vector<std::string> knownFiles;
+  std::string filter;
   Options o;
   bool verbose = false, list = false, skipWithoutDevice = false;
   app.add_option("dirs", dirs, "folders holding test cases (searched recursively)")->required()->check(CLI::ExistingDirectory);
-  app.add_option("--known-failures", knownFile, "file of 'test_name reason' lines; those may fail");
+  app.add_option("--known-failures", knownFiles,
+                 "file of 'test_name reason' lines; those may fail (repeatable: the lists add up)");
   app.add_option("--rtol", o.rtol, "relative tolerance")->capture_default_str();
   app.add_option("--atol", o.atol, "absolute tolerance")->capture_default_str();
   app.add_option("--device", o.device, "cpu or gpu0")->capture_default_str();
@@ -271,7 +273,8 @@ int main(int argc, char** argv) {
   tools::addOptLevelOption(app, o.optLevel);
   app.add_option("--timeout", o.timeout, "seconds per case")->capture_default_str();
   app.add_option("--filter", filter, "only cases whose name matches this regex");
-  app.add_flag("--no-fork", [&](int64_t) { o.fork = false; }, "run cases in this process (for a debugger)");
+  app.add_flag("--no-fork", [&](int64_t) { o.fork = false; },
+               "run cases in this process (for a debugger; always so on a GPU)");
   app.add_flag("-v,--verbose", verbose, "also print passes and expected failures");
   app.add_flag("--list", list, "list the cases found and exit");
   app.add_flag("--skip-without-device", skipWithoutDevice,
@@ -285,6 +288,11 @@ int main(int argc, char** argv) {
 
   try {
     DeviceId dev = parseDevice(o.device);
+    // CUDA cannot be used in a child forked after the parent started it
+    // (the probe below does), and starting it in every child costs a
+    // fraction of a second per case: GPU cases run in this process, without
+    // the per-case timeout and crash isolation of the CPU runs.
+    if(dev.type == DeviceType::gpu) o.fork = false;
     if(skipWithoutDevice && dev.type == DeviceType::gpu) {
       std::string why = gpuUnavailable(dev.no);
       if(!why.empty()) {
@@ -292,7 +300,13 @@ int main(int argc, char** argv) {
         return 77;
       }
     }
-    auto known = readKnown(knownFile);
+    std::map<std::string, std::string> known, where;  // name -> reason, name -> its list
+    for(const auto& f : knownFiles)
+      for(auto& kv : readKnown(f)) {
+        if(where.count(kv.first)) throw Error(str(f, ": '", kv.first, "' is listed in ", where[kv.first], " too"));
+        where[kv.first] = f;
+        known.insert(kv);
+      }
     std::vector<fs::path> cases;
     for(const auto& d : dirs) findCases(d, cases);
     std::regex re(filter.empty() ? ".*" : filter);
@@ -313,7 +327,7 @@ int main(int argc, char** argv) {
         if(verbose) std::cout << "ok    " << name << "\n";
       } else if(r.empty()) {
         ++failed;
-        std::cout << "FIXED " << name << ": passes but is listed in " << knownFile << " (remove it)\n";
+        std::cout << "FIXED " << name << ": passes but is listed in " << where[name] << " (remove it)\n";
       } else if(k != known.end()) {
         ++skipped;
         if(verbose) std::cout << "known " << name << ": " << oneLine(r) << "\n";
@@ -327,7 +341,7 @@ int main(int argc, char** argv) {
     for(const auto& kv : known)
       if(!seen.count(kv.first) && filter.empty()) {
         ++failed;
-        std::cout << "STALE " << kv.first << ": listed in " << knownFile << " but no such case\n";
+        std::cout << "STALE " << kv.first << ": listed in " << where[kv.first] << " but no such case\n";
       }
     std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
     return failed ? 1 : 0;

@@ -328,12 +328,16 @@ Expr ExpressionGraph::constant(const Shape& shape, const NodeInitializer& init, 
 
 Expr ExpressionGraph::constant(const Tensor& value) {
   ONYX_CHECK(value != nullptr, "constant(Tensor): null tensor");
-  ONYX_CHECK(value->getDeviceId() == device_, "constant(Tensor): tensor on ", value->getDeviceId().toString(),
-             ", graph on ", device_.toString());
   Node* n = newNode(NodeKind::Constant);
   n->shape_ = value->shape();
   n->type_ = value->type();
-  n->val_ = value;
+  if(value->getDeviceId() == device_) {
+    n->val_ = value;
+  } else {
+    // A host tensor (an ONNX initializer, say) on a GPU graph: one copy.
+    n->val_ = TensorBase::create(value->shape(), value->type(), device_);
+    n->val_->copyFrom(*value);
+  }
   return Expr(n);
 }
 

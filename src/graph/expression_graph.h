@@ -64,8 +64,9 @@ public:
 
   // ---- leaves ----
   Expr constant(const Shape& shape, const NodeInitializer& init, Type type = Type::undefined);
-  // A constant that shares `value`'s memory (no copy); the tensor must live
-  // on the graph's device and must not change while the graph uses it.
+  // A constant that shares `value`'s memory (no copy) when it lives on the
+  // graph's device (it must not change while the graph uses it); a tensor on
+  // another device is copied to the graph's once.
   Expr constant(const Tensor& value);
   Expr ones(const Shape& shape, Type type = Type::undefined);
   Expr zeros(const Shape& shape, Type type = Type::undefined);

@@ -159,7 +159,13 @@ void broadcastToBool(InferCtx& c) {
 
 // ---- KernelCtx / GradCtx ----
 
-Tensor KernelCtx::scratch(const Shape& s, Type t) { return TensorBase::create(s, t, graph.workspace()); }
+// On the output's device: a GPU graph's host-copy kernels (.gpuOnHost) run
+// the CPU kernel with a host output, and their scratch must be host memory
+// too, not the graph's GPU workspace.
+Tensor KernelCtx::scratch(const Shape& s, Type t) {
+  if(out.getDeviceId() == graph.workspace()->device()) return TensorBase::create(s, t, graph.workspace());
+  return TensorBase::create(s, t, out.getDeviceId());
+}
 
 Expr GradCtx::y() const { return Expr(node); }
 Expr GradCtx::x(size_t i) const { return node->child(i); }

@@ -178,7 +178,7 @@ struct KernelCtx {
   Attrs attrs;
   Rng& rng;
   ExpressionGraph& graph;
-  Tensor scratch(const Shape& s, Type t);  // workspace memory, freed with the handle
+  Tensor scratch(const Shape& s, Type t);  // memory on out's device (the workspace's), freed with the handle
 };
 
 struct GradCtx {

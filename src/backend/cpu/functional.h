@@ -112,6 +112,29 @@ template <class T> ONYX_HD T roundHalfEvenOf(T v) {
   if(d < T(0.5)) return f;
   return std::fmod(f, T(2)) == T(0) ? f : f + T(1);
 }
+// u to the power w. Integers by repeated squaring, wrapping as the type
+// does: exact on every device (nvcc's pow on integers gave pow(3, 1) = 2),
+// where the double pow loses bits above 2^53. A negative integer exponent
+// gives the truncated quotient, as the double pow converted back did: 1 and
+// -1 keep their powers, everything else is 0.
+template <class T> ONYX_HD T powOf(T u, T w) {
+  if constexpr(std::is_integral<T>::value && !std::is_same<T, bool>::value) {
+    // Unsigned, and at least 32 bits: uint8/uint16 products would be
+    // promoted to int, where they can overflow.
+    using U = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+    if constexpr(std::is_signed<T>::value) {
+      if(w < 0) return u == T(1) ? T(1) : u == T(-1) ? ((w & 1) ? T(-1) : T(1)) : T(0);
+    }
+    U r = 1, b = static_cast<U>(u);
+    for(U e = static_cast<U>(w); e; e >>= 1) {
+      if(e & 1u) r = static_cast<U>(r * b);
+      b = static_cast<U>(b * b);
+    }
+    return static_cast<T>(r);
+  } else {
+    return std::pow(u, w);
+  }
+}
 // v < 0, without a pointless compare for unsigned types.
 template <class T> ONYX_HD bool isNegative(T v) {
   if constexpr(std::is_unsigned<T>::value) return false;
@@ -164,7 +187,7 @@ ONYX_BINARY(add, u + w)
 ONYX_BINARY(sub, u - w)
 ONYX_BINARY(mul, u * w)
 ONYX_BINARY(div, u / w)
-ONYX_BINARY(pow, std::pow(u, w))
+ONYX_BINARY(pow, powOf(u, w))
 ONYX_BINARY(fmaxOf, std::fmax(u, w))
 ONYX_BINARY(fminOf, std::fmin(u, w))
 ONYX_BINARY(minimum, w < u ? w : u)

@@ -70,20 +70,6 @@ public:
   double sumSquares(size_t dev, const std::vector<Squares>& parts) override { return cuda::sumSquares(dev, parts); }
 };
 
-// The GPU kernel of an op declared .gpuOnHost(why): its CPU kernel on host
-// copies of the inputs, the result uploaded.
-KernelFn onHostCopies(KernelFn cpu) {
-  return [cpu](KernelCtx& c) {
-    std::vector<Tensor> ins;
-    for(TensorBase* t : c.in) ins.push_back(t->hostCopy());
-    Tensor out = TensorBase::create(c.out.shape(), c.out.type());
-    KernelCtx h{c.node, *out, {}, c.attrs, c.rng, c.graph};
-    for(const Tensor& t : ins) h.in.push_back(t.get());
-    cpu(h);
-    c.out.copyFrom(*out);
-  };
-}
-
 // Gives the registry's ops their GPU kernels (plugin.h), once.
 void graft() {
   Registry& reg = Registry::instance();
@@ -104,6 +90,18 @@ void graft() {
 }  // namespace
 
 GpuKernel::GpuKernel(const char* op, KernelFn f) { registered().emplace_back(op, std::move(f)); }
+
+KernelFn onHostCopies(KernelFn cpu) {
+  return [cpu](KernelCtx& c) {
+    std::vector<Tensor> ins;
+    for(TensorBase* t : c.in) ins.push_back(t->hostCopy());
+    Tensor out = TensorBase::create(c.out.shape(), c.out.type());
+    KernelCtx h{c.node, *out, {}, c.attrs, c.rng, c.graph};
+    for(const Tensor& t : ins) h.in.push_back(t.get());
+    cpu(h);
+    c.out.copyFrom(*out);
+  };
+}
 
 void copyInput0(KernelCtx& c) {
   if(c.out.bytes() == 0) return;

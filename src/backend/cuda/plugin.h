@@ -26,6 +26,11 @@ struct GpuKernel {
 // out = input 0, byte for byte (both on the GPU).
 void copyInput0(KernelCtx& c);
 
+// The GPU kernel that runs `cpu` on host copies of the inputs and uploads
+// the result (what .gpuOnHost ops get; also a GPU kernel's path for the
+// cases it does not take, as cast's storage-only types).
+KernelFn onHostCopies(KernelFn cpu);
+
 // The lines of x along the node's "axis" attribute (rank 0: one line of one
 // element), for the kernels that run a thread per line.
 inline ops::Lines linesOf(const TensorBase& x, const Attrs& a) { return ops::linesAlong(x.shape(), a.i("axis")); }
