@@ -73,9 +73,12 @@ public:
   void set(const std::vector<T>& in);
   // Fills every element with v (converted).
   void set(double v);
+  // Element 0, converted, on any device (a GPU tensor's is read back, as
+  // PyTorch's item() does).
   template <class T>
   T scalar() const {
     ONYX_CHECK(size() >= 1, "scalar() on an empty tensor of shape ", shape_);
+    if(!onHost()) return hostCopy()->get<T>(0);
     return get<T>(0);
   }
   // Element i (flat, row-major), converted: host tensors only.
