@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> disabledPasses;
   app.add_option("--disable-pass", disabledPasses, "a graph pass not to run (repeatable; to measure what it buys)");
   app.add_flag("--profile", profile,
-               "time every node of the timed runs; print the time per op type and the slowest nodes");
+               "time every node of the timed runs (with --train: the forward and the backward nodes); print the "
+               "time per op type and the slowest nodes");
   app.add_option("--profile-top", profileTop, "with --profile: how many of the slowest nodes to list")
       ->capture_default_str();
   app.add_option("--profile-json", profileJson,
@@ -181,7 +182,6 @@ int main(int argc, char** argv) {
     so.optimization = optLevel;
     so.disabledPasses = disabledPasses;
     so.profile = profile && !train;
-    if(profile && train) throw Error("--profile times inference runs; it does not combine with --train");
     t0 = Clock::now();
     Session session(model, so);
     double sessionMs = msSince(t0);
@@ -251,7 +251,14 @@ int main(int argc, char** argv) {
       runOnce();
       warmMs += msSince(t0);
     }
-    if(session.profiler()) session.profiler()->reset();  // the timed runs only
+    // --train --profile: the training graph's forward and backward nodes.
+    std::shared_ptr<Profiler> trainProfiler;
+    if(train && profile) {
+      trainProfiler = std::make_shared<Profiler>();
+      graph->setProfiler(trainProfiler);
+    }
+    const std::shared_ptr<Profiler>& profiler = train ? trainProfiler : session.profiler();
+    if(profiler) profiler->reset();  // the timed runs only
     std::vector<double> lat;
     lat.reserve(static_cast<size_t>(iters));
     double timedMs = 0;
@@ -300,7 +307,7 @@ int main(int argc, char** argv) {
     std::string passes;
     for(const auto& p : session.passesFired()) passes += (passes.empty() ? "" : ", ") + p.first + " " + std::to_string(p.second);
     if(passes.empty()) passes = "none fired";
-    if(!profileJson.empty()) session.profiler()->writeChromeTrace(profileJson);
+    if(!profileJson.empty()) profiler->writeChromeTrace(profileJson);
 
     if(json) {
       std::ostringstream o;
@@ -328,7 +335,7 @@ int main(int argc, char** argv) {
                 << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
                 << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
       if(!train) std::cout << "graph passes:     " << passes << " (--opt-level " << optLevelName(optLevel) << ")\n";
-      if(session.profiler()) std::cout << session.profiler()->report(profileTop);
+      if(profiler) std::cout << profiler->report(profileTop);
       if(!profileJson.empty()) std::cout << "chrome trace:     " << profileJson << "\n";
     }
     return 0;

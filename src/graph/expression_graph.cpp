@@ -611,6 +611,18 @@ Tensor ExpressionGraph::value(Expr e) {
   return root->val_;
 }
 
+// computeNode, timed into the profiler when one is set (forward's nodes and
+// backward's gradient nodes alike).
+void ExpressionGraph::computeTimed(Node* n) {
+  if(!profiler_) return computeNode(n);
+  auto t0 = Profiler::Clock::now();
+  computeNode(n);
+  // GPU kernels run asynchronously: wait for the node's, or its time would
+  // be its launch's and the next blocking copy's.
+  if(device_.type == DeviceType::gpu) gpuBackend().synchronize(device_.no);
+  profiler_->record(*n, t0, Profiler::Clock::now());
+}
+
 void ExpressionGraph::forward() {
   // Count consumers so intermediate values can be freed after their last use
   // when the graph is for inference or checkpointed training.
@@ -628,13 +640,7 @@ void ExpressionGraph::forward() {
   for(Node* n : order) {
     if(n->kind_ == NodeKind::Input) ONYX_CHECK(n->val_, "input '", n->name_, "' has no value: bind a tensor before forward()");
     if(n->kind_ != NodeKind::Op) continue;
-    if(profiler_) {
-      auto t0 = Profiler::Clock::now();
-      computeNode(n);
-      profiler_->record(*n, t0, Profiler::Clock::now());
-    } else {
-      computeNode(n);
-    }
+    computeTimed(n);
     if(freeing) {
       for(Node* c : n->children_)
         if(--c->pending_ == 0) releaseValue(c);
@@ -787,7 +793,7 @@ void ExpressionGraph::backward(Expr rootExpr) {
   }
   for(size_t i = forwardCount; i < count_; ++i) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
-    if(n->kind_ == NodeKind::Op) computeNode(n);
+    if(n->kind_ == NodeKind::Op) computeTimed(n);
     for(Node* c : n->children_) {
       if(--c->pending_ > 0) continue;
       if(c->backwardNode_ || (c->recomputed_ && checkpointing_)) {

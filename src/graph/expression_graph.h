@@ -57,7 +57,8 @@ public:
   void setCheckpointing(bool on) { checkpointing_ = on; }
   bool isCheckpointing() const { return checkpointing_; }
   void setSeed(uint64_t seed) { rng_.seed(seed); }
-  // Times every node forward() runs into `p` (graph/profiler.h); null: off.
+  // Times every node forward() and backward() run into `p`
+  // (graph/profiler.h); null: off.
   void setProfiler(std::shared_ptr<Profiler> p) { profiler_ = std::move(p); }
   const std::shared_ptr<Profiler>& profiler() const { return profiler_; }
   Rng& rng() { return rng_; }
@@ -151,6 +152,7 @@ public:
 
   // Internal: executes one node (allocates its value, runs its kernel).
   void computeNode(Node* n);
+  void computeTimed(Node* n);  // computeNode, timed when a profiler is set
   Ptr<Allocator> workspace() const { return workspace_; }
 
 private:
