@@ -1,9 +1,12 @@
-// GPU index kernels (kernels.h): argmax / argmin, scatter_add (as a gather
-// over the rows that target each element: no atomics, the CPU's order of
-// additions, so the same bits), and trilu's masked copy,
+// GPU index kernels (kernels.h): argmax / argmin, scatter_add (a stable
+// sort of the targets, then a sum over each run of equal targets: no
+// atomics, the CPU's order of additions, so the same bits), and trilu's
+// masked copy,
 // computed as the CPU kernels compute them (ops/indexing.cpp, slicing.cpp,
 // linalg.cpp).
 #include <onyx/backend/cuda/kernels.h>
+
+#include <cub/device/device_radix_sort.cuh>
 
 #include <onyx/backend/cpu/combine.h>
 #include <onyx/backend/cuda/common.cuh>
@@ -95,20 +98,46 @@ struct TriluBody {
 
 // y element e = (o, i, k) of [outer, n, inner] sums the update rows j that
 // target i, in ascending j: rows[starts[i] .. starts[i + 1]) lists them.
+// The sort's input: key j = index j made non-negative, value j = j; an
+// index out of [-n, n) raises *bad.
+template <class I>
+struct ScatterKeysBody {
+  const I* idx;
+  int64_t* keys;
+  int64_t* vals;
+  int64_t n;
+  int* bad;
+  __device__ void operator()(int64_t j) const {
+    int64_t i = static_cast<int64_t>(idx[j]);
+    if(i < -n || i >= n) {
+      *bad = 1;
+      i = 0;
+    } else if(i < 0) {
+      i += n;
+    }
+    keys[j] = i;
+    vals[j] = j;
+  }
+};
+
+// y[o, key, k] for the run of equal keys that starts at sorted position p:
+// the u rows of the run, in ascending j (the sort is stable).
 template <class T>
-struct ScatterAddBody {
+struct ScatterRunBody {
   const T* u;
   T* y;
-  const int64_t* starts;
-  const int64_t* rows;
+  const int64_t* keys;
+  const int64_t* vals;
   int64_t n, m, inner;
   __device__ void operator()(int64_t e) const {
-    const int64_t k = e % inner, i = (e / inner) % n, o = e / (inner * n);
+    const int64_t k = e % inner, p = (e / inner) % m, o = e / (inner * m);
+    const int64_t key = keys[p];
+    if(p > 0 && keys[p - 1] == key) return;  // not the start of its run
     using C = typename ComputeOf<T>::type;
     T sum = T(0);  // rounded to T after every addition, as the CPU stores it
-    for(int64_t q = starts[i]; q < starts[i + 1]; ++q)
-      sum = static_cast<T>(static_cast<C>(static_cast<C>(sum) + loadDev(u, (o * m + rows[q]) * inner + k)));
-    y[e] = sum;
+    for(int64_t q = p; q < m && keys[q] == key; ++q)
+      sum = static_cast<T>(static_cast<C>(static_cast<C>(sum) + loadDev(u, (o * m + vals[q]) * inner + k)));
+    y[(o * n + key) * inner + k] = sum;
   }
 };
 
@@ -189,13 +218,56 @@ void padMapped(size_t dev, Type t, const void* x, void* y, const Shape& out, con
   });
 }
 
-void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* starts, const int64_t* rows,
-                    int64_t outer, int64_t n, int64_t m, int64_t inner) {
+namespace {
+// Scratch layout: keys in/out, values in/out (m int64 each), the bad-index
+// flag, then cub's temporary storage.
+size_t sortBytes(int64_t m) {
+  size_t bytes = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+                                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+                                  static_cast<int>(m));
+  return bytes;
+}
+size_t headBytes(int64_t m) { return static_cast<size_t>(4 * m) * sizeof(int64_t) + 256; }
+}  // namespace
+
+size_t scatterAddScratch(int64_t m) { return headBytes(m) + sortBytes(m); }
+
+bool scatterAdd(size_t dev, Type t, const void* u, void* y, Type it, const void* idx, int64_t outer, int64_t n,
+                int64_t m, int64_t inner, void* scratch) {
+  ONYX_CHECK(m <= INT32_MAX, "scatter_add: ", m, " indices on a GPU (at most 2^31 - 1)");
+  if(m == 0) {
+    fillZero(dev, y, typeBytes(t, static_cast<size_t>(outer * n * inner)));
+    return true;
+  }
+  auto* keys = static_cast<int64_t*>(scratch);
+  int64_t *keysOut = keys + m, *vals = keys + 2 * m, *valsOut = keys + 3 * m;
+  int* bad = reinterpret_cast<int*>(keys + 4 * m);
+  void* temp = static_cast<char*>(scratch) + headBytes(m);
+  size_t tempBytes = sortBytes(m);
+  cudaStream_t s = launchOn(dev);
+  ONYX_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), s) == cudaSuccess, "scatter_add: cudaMemsetAsync failed");
+  dispatchIndex(it, "scatter_add", [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    forEachOn(dev, ScatterKeysBody<I>{static_cast<const I*>(idx), keys, vals, n, bad}, m, "scatter_add");
+  });
+  int flag = 0;
+  ONYX_CHECK(cudaMemcpyAsync(&flag, bad, sizeof(int), cudaMemcpyDeviceToHost, s) == cudaSuccess &&
+                 cudaStreamSynchronize(s) == cudaSuccess,
+             "scatter_add: reading the index check back failed");
+  if(flag) return false;
+  int bits = 1;
+  while(bits < 63 && (int64_t(1) << bits) < n) ++bits;  // keys are in [0, n)
+  cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, tempBytes, keys, keysOut, vals, valsOut, static_cast<int>(m),
+                                                  0, bits, s);
+  ONYX_CHECK(e == cudaSuccess, "scatter_add: the index sort failed: ", cudaGetErrorString(e));
+  fillZero(dev, y, typeBytes(t, static_cast<size_t>(outer * n * inner)));
   dispatchNumeric(t, "scatter_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    forEachOn(dev, ScatterAddBody<T>{static_cast<const T*>(u), static_cast<T*>(y), starts, rows, n, m, inner},
-              outer * n * inner, "scatter_add");
+    forEachOn(dev, ScatterRunBody<T>{static_cast<const T*>(u), static_cast<T*>(y), keysOut, valsOut, n, m, inner},
+              outer * m * inner, "scatter_add");
   });
+  return true;
 }
 
 void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max,

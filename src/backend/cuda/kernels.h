@@ -42,11 +42,15 @@ void gatherRows(size_t dev, void* dst, const void* src, const void* idx, Type id
 void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max,
                 bool last);
 // scatter_add of rows: y [outer, n, inner] = 0, then y[o, idx[j], :] +=
-// u[o, j, :] for j < m, computed per element of y from the list of rows
-// that target it: rows[starts[i] .. starts[i + 1]) (n + 1 and m int64 on
-// the device, j ascending in each list, as the CPU adds them).
-void scatterAddRows(size_t dev, Type t, const void* u, void* y, const int64_t* starts, const int64_t* rows,
-                    int64_t outer, int64_t n, int64_t m, int64_t inner);
+// u[o, j, :] for j < m in ascending j (the CPU's order of additions: the
+// same bits). The m indices (type it, on the device, in [-n, n)) are sorted
+// with their positions on the device (a stable radix sort), and each run of
+// equal targets is summed by one thread per element. Returns false, having
+// written nothing, when an index is out of range. `scratch` holds
+// scatterAddScratch(m) bytes of device memory.
+size_t scatterAddScratch(int64_t m);
+bool scatterAdd(size_t dev, Type t, const void* u, void* y, Type it, const void* idx, int64_t outer, int64_t n,
+                int64_t m, int64_t inner, void* scratch);
 // pad by index maps: y element (i_0 .. i_r-1) of shape `out` is x at
 // (maps_0[i_0] .. ) for x of shape `in`, or `value` (converted to t as the
 // CPU's castFromDouble) where any map is -1; maps holds the r maps one

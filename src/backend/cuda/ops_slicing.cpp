@@ -33,28 +33,16 @@ ONYX_GPU_KERNEL("scatter_add", [](KernelCtx& c) {
   const auto& od = c.out.shape().dims();
   const int a = c.out.shape().axis(c.attrs.i("axis"));
   const int64_t outer = ops::prodDims(od, 0, a), n = od[a], inner = ops::prodDims(od, a + 1, od.size());
-  // On the host: the indices checked, and for each target the rows that add
-  // into it (j ascending, as the CPU adds them), uploaded as starts [n + 1]
-  // and rows [m].
-  Tensor ix = c.in[1]->hostCopy();
-  ops::checkIndices(*ix, n, a, c.node);
-  const int64_t m = ix->size();
-  std::vector<int64_t> target(static_cast<size_t>(m)), lists(static_cast<size_t>(n + 1 + m), 0);
-  dispatchIndex(ix->type(), "scatter_add", [&](auto itag) {
-    const auto* idx = ix->data<typename decltype(itag)::type>();
-    for(int64_t j = 0; j < m; ++j) {
-      const int64_t i = static_cast<int64_t>(idx[j]);
-      target[size_t(j)] = i < 0 ? i + n : i;
-    }
-  });
-  for(int64_t t : target) ++lists[size_t(t + 1)];
-  for(int64_t i = 0; i < n; ++i) lists[size_t(i + 1)] += lists[size_t(i)];
-  std::vector<int64_t> next(lists.begin(), lists.begin() + n);
-  for(int64_t j = 0; j < m; ++j) lists[size_t(n + 1 + next[size_t(target[size_t(j)])]++)] = j;
-  Tensor dl = c.scratch(Shape{n + 1 + m}, Type::int64);
-  dl->set(lists);
-  const int64_t* starts = dl->data<int64_t>();
-  scatterAddRows(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), starts, starts + n + 1, outer, n, m, inner);
+  // Sorted on the device (kernels.h); an index out of range is reported by
+  // the host check, which names the node.
+  const TensorBase& ix = *c.in[1];
+  const int64_t m = ix.size();
+  Tensor scratch = c.scratch(Shape{static_cast<int64_t>(scatterAddScratch(m))}, Type::uint8);
+  if(!scatterAdd(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), ix.type(), ix.raw(), outer, n, m, inner,
+                 scratch->raw())) {
+    ops::checkIndices(*ix.hostCopy(), n, a, c.node);
+    ONYX_ASSERT(false, "scatter_add: the GPU found an index out of [-", n, ", ", n, ") that the host check passed");
+  }
 });
 
 // y = x padded by pads[k] before and pads[k+rank] after axis k
