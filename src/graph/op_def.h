@@ -46,8 +46,9 @@ struct OpDef {
   std::string noOnnxWhy;
   bool isStochastic = false;
   // The output is input 0's elements, in order, under the node's shape
-  // (reshape, flatten): an inference graph makes it a view of input 0's
-  // buffer instead of running the kernel (no copy, no memory).
+  // (reshape, flatten): the graph makes it a view of input 0's buffer
+  // instead of running the kernel (no copy, no memory); in training only
+  // forward nodes over non-params (ExpressionGraph::computeNode).
   bool isView = false;
   // Why the GPU runs this op's CPU kernel on host copies of the inputs and
   // uploads the result ("" for the ops that run on the GPU): random draws
