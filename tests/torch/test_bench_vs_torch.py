@@ -27,14 +27,19 @@ def test_smoke_run_writes_its_section_only(tmp_path):
     text = page.read_text()
     assert other in text
     section = text.split("<!-- begin bench_vs_torch_cpu -->", 1)[1].split("<!-- end bench_vs_torch_cpu -->", 1)[0]
-    rows = [l for l in section.splitlines() if re.match(r"\| (resnet50|bert-base|mlp|resnet18) \|", l)]
-    assert [r.split("|")[1].strip() for r in rows] == ["resnet50", "bert-base", "mlp", "resnet18"]
+    rows = [l for l in section.splitlines() if re.match(r"\| (resnet50|bert-base|mlp|resnet18|bert-small) \|", l)]
+    assert [r.split("|")[1].strip() for r in rows] == ["resnet50", "bert-base", "mlp", "resnet18", "bert-small"]
     for r in rows:
         cells = [c.strip() for c in r.strip("|").split("|")]
-        assert cells[1] == ("train" if cells[0] in ("mlp", "resnet18") else "inference")
+        assert cells[1] == ("train" if cells[0] in ("mlp", "resnet18", "bert-small") else "inference")
         onyx, torch_ms, ratio = float(cells[3]), float(cells[5]), float(cells[7])
         assert onyx > 0 and torch_ms > 0
         assert abs(ratio - onyx / torch_ms) <= 0.01 * ratio + 0.01
+    # On the CPU the set-up names the CPU and the FMA peak measured in the same run.
+    device = [l for l in section.splitlines() if l.startswith("- Device: ")]
+    assert len(device) == 1 and "avx2: " in device[0], device
+    if os.access(os.path.join(bin_dir, "fma-peak"), os.X_OK):
+        assert re.search(r"float32 FMA peak \(`fma-peak`, [^)]+\): 1 thread [0-9.]+ GFLOP/s", device[0]), device[0]
     # A second run replaces the section instead of adding one.
     assert bench_vs_torch.main(args) == 0
     assert page.read_text().count("<!-- begin bench_vs_torch_cpu -->") == 1
