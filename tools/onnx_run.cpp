@@ -1,6 +1,9 @@
 // onnx-run: runs an ONNX model on inputs from files and writes its outputs.
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -60,16 +63,34 @@ int main(int argc, char** argv) {
       in[name] = tools::readValueFile(file, info);
     }
     HostValues out = session.runValues(in);
-    if(!outDir.empty()) fs::create_directories(outDir);
+    if(!outDir.empty()) {
+      // Every file name first: two outputs must not land on one file.
+      std::map<std::string, std::string> taken;  // file -> output
+      for(const auto& o : model->outputs()) {
+        const HostValue& v = out.at(o.name);
+        std::vector<std::string> files;
+        if(v.kind == OnnxValue::Kind::Tensor) files.push_back(tools::outputFileName(o.name, ".npy"));
+        for(size_t i = 0; v.kind == OnnxValue::Kind::Sequence && i < v.sequence.size(); ++i)
+          files.push_back(tools::outputFileName(o.name, "_" + std::to_string(i) + ".npy"));
+        for(const auto& f : files) {
+          auto it = taken.emplace(f, o.name);
+          if(!it.second)
+            throw Error(str("outputs '", it.first->second, "' and '", o.name, "' would both be written to ",
+                            (fs::path(outDir) / f).string()));
+        }
+      }
+      fs::create_directories(outDir);
+    }
     for(const auto& o : model->outputs()) {
       const HostValue& v = out.at(o.name);
       if(v.kind == OnnxValue::Kind::Tensor) {
         std::cout << o.name << ": " << typeName(v.tensor->type()) << " " << v.tensor->shape() << "\n";
-        if(!outDir.empty()) tools::writeNpyAtomic((fs::path(outDir) / (o.name + ".npy")).string(), *v.tensor);
+        if(!outDir.empty()) tools::writeNpyAtomic((fs::path(outDir) / tools::outputFileName(o.name, ".npy")).string(), *v.tensor);
       } else if(v.kind == OnnxValue::Kind::Sequence) {
         std::cout << o.name << ": sequence of " << v.sequence.size() << "\n";
         for(size_t i = 0; i < v.sequence.size() && !outDir.empty(); ++i)
-          tools::writeNpyAtomic((fs::path(outDir) / (o.name + "_" + std::to_string(i) + ".npy")).string(), *v.sequence[i]);
+          tools::writeNpyAtomic((fs::path(outDir) / tools::outputFileName(o.name, "_" + std::to_string(i) + ".npy")).string(),
+                               *v.sequence[i]);
       } else {
         std::cout << o.name << ": none\n";
       }

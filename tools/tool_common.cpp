@@ -85,6 +85,9 @@ std::vector<std::string> testDataSets(const std::string& caseDir) {
 TestDataSet readTestDataSet(const std::string& dir, const Model& model) {
   TestDataSet s;
   s.dir = dir;
+  // A missing folder, or one without expected outputs, would check nothing
+  // and report a match.
+  if(!fs::is_directory(dir)) throw Error(str(dir, ": no such folder of test data (input_<i>.pb, output_<i>.pb)"));
   const auto& ins = model.inputs();
   for(size_t i = 0;; ++i) {
     std::string p = dir + "/input_" + std::to_string(i) + ".pb";
@@ -99,7 +102,21 @@ TestDataSet readTestDataSet(const std::string& dir, const Model& model) {
     if(i >= outs.size()) throw Error(str(p, ": the model has only ", outs.size(), " outputs"));
     s.expected.emplace_back(outs[i].name, readValueFile(p, &outs[i]));
   }
+  if(s.expected.empty()) throw Error(str(dir, ": no expected outputs (output_0.pb ...): nothing to check against"));
   return s;
+}
+
+std::string outputFileName(const std::string& name, const std::string& suffix) {
+  // Output names come from the model file: one must not choose where a file
+  // is written. Path separators and control characters become '_'; what
+  // is left must name a file in the folder.
+  std::string f = name;
+  for(char& ch : f)
+    if(ch == '/' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = '_';
+  f += suffix;
+  if(f.empty() || f == "." || f == "..")
+    throw Error(str("output '", name, "': not usable as a file name in --output-dir"));
+  return f;
 }
 
 namespace {

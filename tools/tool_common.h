@@ -37,6 +37,11 @@ std::string compareValues(const HostValue& want, const HostValue& got, double rt
 std::string checkTestDataSet(Session& session, const TestDataSet& set, double rtol, double atol);
 
 void writeNpyAtomic(const std::string& path, const TensorBase& t);
+// The file name (no folder) an output named `name` is written to, with
+// `suffix` (".npy", "_3.npy"): path separators and control characters
+// replaced by '_', so a model's output names cannot write outside the
+// folder; "", "." and ".." are an error naming the output.
+std::string outputFileName(const std::string& name, const std::string& suffix);
 
 }  // namespace tools
 }  // namespace onyx

@@ -33,6 +33,36 @@ open('$T/wrong/output_0.pb','wb').write(numpy_helper.from_array(np.zeros((5,3),n
 check "onnx-run exits non-zero on a mismatch" [ $? -ne 0 ]
 check "the mismatch is one line naming the output" sh -c "lines() { [ \$(wc -l < \$1) -eq \$2 ]; }; lines '$T/e' 1 && grep -q \"output 'probs'\" '$T/e'"
 
+# Test data that would check nothing is an error, not a match.
+"$BIN/onnx-run" "$M/model.onnx" --test-data "$T/no_such_folder" > "$T/o" 2> "$T/e"
+check "onnx-run --test-data on a missing folder fails in one line" sh -c "[ $? -ne 0 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q 'no such folder' '$T/e' && ! grep -q 'outputs match' '$T/o'"
+mkdir -p "$T/inputs_only"; cp "$M/test_data_set_0/input_0.pb" "$T/inputs_only/"
+"$BIN/onnx-run" "$M/model.onnx" --test-data "$T/inputs_only" > "$T/o" 2> "$T/e"
+check "onnx-run --test-data without expected outputs fails" sh -c "[ $? -ne 0 ] && grep -q 'no expected outputs' '$T/e' && ! grep -q 'outputs match' '$T/o'"
+"$BIN/onnx-import" "$M/model.onnx" -o "$T/ck.npz" --check-with "$T/inputs_only" > "$T/o" 2> "$T/e"
+check "onnx-import --check-with without expected outputs fails" sh -c "[ $? -ne 0 ] && grep -q 'no expected outputs' '$T/e'"
+
+# Output names from the model never write outside --output-dir.
+python3 - "$T" <<'PY'
+import sys, onnx
+from onnx import helper, TensorProto
+names = ["../escape", "/tmp/abs_" + sys.argv[1].replace("/", "_"), "sub/dir"]
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+nodes = [helper.make_node("Identity", ["x"], [n]) for n in names]
+outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in names]
+m = helper.make_model(helper.make_graph(nodes, "names", [x], outs), opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+onnx.save(m, sys.argv[1] + "/names.onnx")
+clash = helper.make_graph([helper.make_node("Identity", ["x"], ["a/b"]), helper.make_node("Identity", ["x"], ["a_b"])],
+                          "clash", [x], [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("a/b", "a_b")])
+onnx.save(helper.make_model(clash, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), sys.argv[1] + "/clash.onnx")
+PY
+python3 -c "import numpy as np; np.save('$T/x2.npy', np.ones(2, np.float32))"
+mkdir -p "$T/od/inner"
+"$BIN/onnx-run" "$T/names.onnx" --input x="$T/x2.npy" --output-dir "$T/od/inner" > "$T/o" 2> "$T/e"
+check "output names with separators are written inside --output-dir" sh -c "[ $? -eq 0 ] && [ -f '$T/od/inner/.._escape.npy' ] && [ -f '$T/od/inner/sub_dir.npy' ] && [ \$(ls -A '$T/od/inner' | wc -l) -eq 3 ] && [ ! -e '$T/od/escape.npy' ] && [ ! -e '/tmp/abs_$(echo "$T" | tr / _).npy' ]"
+"$BIN/onnx-run" "$T/clash.onnx" --input x="$T/x2.npy" --output-dir "$T/od2" > "$T/o" 2> "$T/e"
+check "two outputs on one file are an error naming both" sh -c "[ $? -ne 0 ] && grep -q \"outputs 'a/b' and 'a_b'\" '$T/e' && [ ! -e '$T/od2' ]"
+
 # Optimization levels: every level matches the reference outputs.
 for level in none basic all; do
   "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level $level > "$T/o" 2> "$T/e"
