@@ -355,6 +355,12 @@ void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
   ctx.finish();
   for(int i = 0; i < node.output_size(); ++i) {
     if(node.output(i).empty()) continue;
+    // ONNX graphs are in SSA form: a second writer of a name would silently
+    // replace the first one's value for every later reader.
+    if(scopes_.back().count(node.output(i)))
+      ctx.fail("output ", i, " '", node.output(i),
+               "' is already defined in this graph (a graph input, an initializer or an earlier node's output); "
+               "each value is written once");
     OnnxValue& v = ctx.outputs()[static_cast<size_t>(i)];
     if(v.kind == OnnxValue::Kind::Tensor && v.tensor->kind() != NodeKind::Input && v.tensor->kind() != NodeKind::Param &&
        v.tensor->name().empty())

@@ -63,6 +63,19 @@ check "output names with separators are written inside --output-dir" sh -c "[ $?
 "$BIN/onnx-run" "$T/clash.onnx" --input x="$T/x2.npy" --output-dir "$T/od2" > "$T/o" 2> "$T/e"
 check "two outputs on one file are an error naming both" sh -c "[ $? -ne 0 ] && grep -q \"outputs 'a/b' and 'a_b'\" '$T/e' && [ ! -e '$T/od2' ]"
 
+# Two nodes writing one value: a one-line error naming the node, not the last writer's value.
+python3 - "$T" <<'PY'
+import sys, onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="first"), helper.make_node("Neg", ["x"], ["y"], name="second")],
+                      "twice", [x], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), sys.argv[1] + "/twice.onnx")
+PY
+"$BIN/onnx-run" "$T/twice.onnx" --input x="$T/x2.npy" > "$T/o" 2> "$T/e"
+check "a value written by two nodes is a one-line error naming the second" sh -c "[ $? -ne 0 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q \"second\" '$T/e' && grep -q \"'y' is already defined\" '$T/e'"
+
 # Optimization levels: every level matches the reference outputs.
 for level in none basic all; do
   "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level $level > "$T/o" 2> "$T/e"
