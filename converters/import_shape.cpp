@@ -85,6 +85,8 @@ ONYX_ONNX_IMPORT(kOnnxSplit, "Split", 1).importer([](OnnxImportCtx& c) {
       int64_t parts = c.attrInt("num_outputs");
       c.check(parts >= 1, "num_outputs ", parts, " must be positive");
       c.check(static_cast<size_t>(parts) == outs, "num_outputs is ", parts, " but the node has ", outs, " outputs");
+      c.check(parts <= n, "num_outputs ", parts, " is more than the ", n, " elements of axis ", axis,
+              " (onnxruntime rejects it too; the parts would be empty)");
       int64_t chunk = (n + parts - 1) / parts, left = n;
       for(int64_t i = 0; i < parts; ++i) {
         sizes.push_back(std::min(chunk, left));

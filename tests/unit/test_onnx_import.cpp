@@ -263,6 +263,29 @@ TEST(OnnxBadInput, UnknownOpAndOpset) {
   expectOneLine(errorOf(save(bad, d / "attr.onnx")), {"attr.onnx", "the_node", "Relu", "attribute 'bogus'"});
 }
 
+// Split (opset 18) into more parts than the axis has elements: an error, not
+// empty outputs.
+TEST(OnnxBadInput, SplitIntoMorePartsThanElements) {
+  TempDir d;
+  auto m = unaryModel("Split", 18);
+  auto* n = m.mutable_graph()->mutable_node(0);
+  m.mutable_graph()->mutable_output(0)->Clear();
+  addTensorValueInfo(m.mutable_graph()->mutable_output(0), "y", Type::float32, {1, 3});
+  for(const char* extra : {"y1", "y2"}) {
+    n->add_output(extra);
+    addTensorValueInfo(m.mutable_graph()->add_output(), extra, Type::float32, {1, 3});
+  }
+  auto* a = n->add_attribute();
+  a->set_name("num_outputs");
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(3);  // axis 0 of x float32[2,3] has 2 elements
+  expectOneLine(errorOf(save(m, d / "split.onnx")), {"split.onnx", "the_node", "Split", "num_outputs 3", "2 elements"});
+  a->set_i(2);
+  n->mutable_output()->RemoveLast();
+  m.mutable_graph()->mutable_output()->RemoveLast();
+  EXPECT_EQ(errorOf(save(m, d / "split2.onnx")), "");  // two parts of one row each
+}
+
 // consumed_inputs (an in-place hint of opsets 1-5) is ignored by the
 // importer for every op, and stays an unsupported attribute from opset 6 on.
 TEST(OnnxImport, ConsumedInputsIsIgnoredBeforeOpset6) {
