@@ -4,9 +4,13 @@
 // ReverseSequence, CenterCropPad), as the functions of src/ops/shape.h.
 // Inputs that set the output's shape are read now (c.ints, c.value).
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
+#include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/layout.h>
@@ -176,21 +180,44 @@ ONYX_ONNX_IMPORT(kOnnxRange, "Range", 11).importer([](OnnxImportCtx& c) {
           tl->type(), ", ", td->type());
   c.check(ts->size() == 1 && tl->size() == 1 && td->size() == 1, "start, limit and delta must be scalars");
   Tensor t;
+  // The element count must fit an int64 along with the bytes it takes (the
+  // allocation's limits are the allocator's).
+  const double maxElements = static_cast<double>(INT64_MAX) / static_cast<double>(std::max<size_t>(1, typeBytes(type, 1)));
   if(isInt(type)) {
-    int64_t s = ts->get<int64_t>(0), l = tl->get<int64_t>(0), d = td->get<int64_t>(0);
+    // Read exactly: through double, INT64_MAX became INT64_MIN.
+    auto exact = [](const Tensor& v) {
+      int64_t r = 0;
+      dispatchAll(v->type(), "Range", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr(std::is_integral<T>::value) r = static_cast<int64_t>(v->data<T>()[0]);
+      });
+      return r;
+    };
+    int64_t s = exact(ts), l = exact(tl), d = exact(td);
     c.check(d != 0, "delta must not be 0");
-    int64_t n = 0;
-    if(d > 0 && l > s) n = (l - s + d - 1) / d;
-    if(d < 0 && l < s) n = (s - l - d - 1) / -d;
-    std::vector<int64_t> v;
-    for(int64_t i = 0; i < n; ++i) v.push_back(s + i * d);
+    // In 128 bits: limit - start spans up to 2^64 (it overflowed int64, and
+    // the full int64 range came out empty).
+    using Wide = __int128;
+    Wide span = static_cast<Wide>(l) - static_cast<Wide>(s), wd = d;
+    Wide wn = 0;
+    if(d > 0 && span > 0) wn = (span + wd - 1) / wd;
+    if(d < 0 && span < 0) wn = (-span - wd - 1) / -wd;
+    c.check(static_cast<double>(wn) <= maxElements, "Range(", s, ", ", l, ", ", d, ") would have ",
+            static_cast<double>(wn), " elements: too many for one tensor");
+    int64_t n = static_cast<int64_t>(wn);
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for(int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<int64_t>(s + static_cast<Wide>(i) * wd);
     t = TensorBase::create(Shape{n}, type);
     t->set(v);
   } else {
     double s = ts->getAsDouble(0), l = tl->getAsDouble(0), d = td->getAsDouble(0);
     c.check(d != 0 && std::isfinite(s) && std::isfinite(l) && std::isfinite(d),
             "start, limit and delta must be finite and delta nonzero");
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+    // Checked before the conversion: a delta of 1e-30 made the count's
+    // conversion to int64 undefined (it came out empty).
+    double q = std::ceil((l - s) / d);
+    c.check(q <= maxElements, "Range(", s, ", ", l, ", ", d, ") would have ", q, " elements: too many for one tensor");
+    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(q));
     std::vector<double> v;
     for(int64_t i = 0; i < n; ++i) v.push_back(s + static_cast<double>(i) * d);
     t = TensorBase::create(Shape{n}, type);

@@ -286,6 +286,63 @@ TEST(OnnxBadInput, SplitIntoMorePartsThanElements) {
   EXPECT_EQ(errorOf(save(m, d / "split2.onnx")), "");  // two parts of one row each
 }
 
+// Range(start, limit, delta) from int64 or float initializers: y.
+::onnx::ModelProto rangeModel(Type t, double start, double limit, double delta) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  addTensorValueInfo(g->add_output(), "y", t, {-1});
+  auto* n = g->add_node();
+  n->set_name("the_range");
+  n->set_op_type("Range");
+  const char* names[] = {"start", "limit", "delta"};
+  double values[] = {start, limit, delta};
+  for(int i = 0; i < 3; ++i) {
+    n->add_input(names[i]);
+    auto* init = g->add_initializer();
+    init->set_name(names[i]);
+    init->set_data_type(static_cast<int>(t));
+    if(t == Type::int64) {
+      int64_t v = static_cast<int64_t>(values[i]);
+      if(values[i] >= 9.2e18) v = INT64_MAX;
+      if(values[i] <= -9.2e18) v = INT64_MIN;
+      init->set_raw_data(std::string(reinterpret_cast<const char*>(&v), sizeof v));
+    } else {
+      float v = static_cast<float>(values[i]);
+      init->set_raw_data(std::string(reinterpret_cast<const char*>(&v), sizeof v));
+    }
+  }
+  n->add_output("y");
+  return m;
+}
+
+// Range counts in integers (the full int64 span overflowed and came out
+// empty) and checks the count before converting it (a delta of 1e-30 came
+// out empty too).
+TEST(OnnxBadInput, RangeCountsWithoutOverflow) {
+  TempDir d;
+  expectOneLine(errorOf(save(rangeModel(Type::int64, -1e19, 1e19, 1), d / "full.onnx"), {}),
+                {"full.onnx", "the_range", "Range", "too many for one tensor"});
+  expectOneLine(errorOf(save(rangeModel(Type::float32, 0, 1, 1e-30), d / "tiny.onnx"), {}),
+                {"tiny.onnx", "the_range", "too many for one tensor"});
+  // limit - start overflows int64 here, the count (3) does not.
+  auto m = rangeModel(Type::int64, -5, 1e19, 0);
+  const int64_t step = int64_t(1) << 62;
+  m.mutable_graph()->mutable_initializer(2)->set_raw_data(std::string(reinterpret_cast<const char*>(&step), sizeof step));
+  auto model = Model::load(save(m, d / "wide.onnx"));
+  Session s(model);
+  auto out = s.run({});
+  ASSERT_EQ(out.at("y")->shape(), Shape({3}));
+  const int64_t* y = out.at("y")->data<int64_t>();
+  EXPECT_EQ(y[0], -5);
+  EXPECT_EQ(y[1], step - 5);
+  EXPECT_EQ(y[2], INT64_MAX - 4);  // 2^63 - 5
+}
+
 // consumed_inputs (an in-place hint of opsets 1-5) is ignored by the
 // importer for every op, and stays an unsupported attribute from opset 6 on.
 TEST(OnnxImport, ConsumedInputsIsIgnoredBeforeOpset6) {
