@@ -70,7 +70,14 @@ ONYX_ONNX_IMPORT(kIf, "If", 1).importer([](OnnxImportCtx& c) {
 // ---- Loop: unrolled while it is built.
 
 ONYX_ONNX_IMPORT(kLoop, "Loop", 1).importer([](OnnxImportCtx& c) {
-  int64_t maxTrips = c.hasInput(0) ? static_cast<int64_t>(c.scalar(0)) : INT64_MAX;
+  // M read exactly (ints()): through double, INT64_MAX became INT64_MIN,
+  // and the loop ran no iteration.
+  int64_t maxTrips = INT64_MAX;
+  if(c.hasInput(0)) {
+    std::vector<int64_t> m = c.ints(0);
+    c.check(m.size() == 1, "M (input 0) must hold one value, got ", m.size());
+    maxTrips = m[0];
+  }
   bool cond = c.hasInput(1) ? c.scalar(1) != 0 : true;
   size_t nCarried = c.numInputs() - 2;
   std::vector<OnnxValue> carried;

@@ -6,11 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
-#include <onyx/core/dispatch.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/layout.h>
@@ -184,16 +182,8 @@ ONYX_ONNX_IMPORT(kOnnxRange, "Range", 11).importer([](OnnxImportCtx& c) {
   // allocation's limits are the allocator's).
   const double maxElements = static_cast<double>(INT64_MAX) / static_cast<double>(std::max<size_t>(1, typeBytes(type, 1)));
   if(isInt(type)) {
-    // Read exactly: through double, INT64_MAX became INT64_MIN.
-    auto exact = [](const Tensor& v) {
-      int64_t r = 0;
-      dispatchAll(v->type(), "Range", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        if constexpr(std::is_integral<T>::value) r = static_cast<int64_t>(v->data<T>()[0]);
-      });
-      return r;
-    };
-    int64_t s = exact(ts), l = exact(tl), d = exact(td);
+    // Read exactly (ints()): through double, INT64_MAX became INT64_MIN.
+    int64_t s = c.ints(0).at(0), l = c.ints(1).at(0), d = c.ints(2).at(0);
     c.check(d != 0, "delta must not be 0");
     // In 128 bits: limit - start spans up to 2^64 (it overflowed int64, and
     // the full int64 range came out empty).

@@ -76,6 +76,27 @@ PY
 "$BIN/onnx-run" "$T/twice.onnx" --input x="$T/x2.npy" > "$T/o" 2> "$T/e"
 check "a value written by two nodes is a one-line error naming the second" sh -c "[ $? -ne 0 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q \"second\" '$T/e' && grep -q \"'y' is already defined\" '$T/e'"
 
+# Loop's trip count is read exactly: M = INT64_MAX ran no iteration (it went
+# through double); here the condition stops it after three.
+python3 - "$T" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+body = helper.make_graph(
+    [helper.make_node("Add", ["v_in", "one"], ["v_out"]), helper.make_node("Less", ["v_out", "three"], ["cond_out"])],
+    "body",
+    [helper.make_tensor_value_info("iter", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("v_in", TensorProto.INT64, [])],
+    [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", TensorProto.INT64, [])],
+    [numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(3, np.int64), "three")])
+g = helper.make_graph([helper.make_node("Loop", ["M", "cond", "v0"], ["v"], body=body)], "loop", [],
+                      [helper.make_tensor_value_info("v", TensorProto.INT64, [])],
+                      [numpy_helper.from_array(np.array(2**63 - 1, np.int64), "M"), numpy_helper.from_array(np.array(True), "cond"),
+                       numpy_helper.from_array(np.array(0, np.int64), "v0")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), sys.argv[1] + "/loop.onnx")
+PY
+"$BIN/onnx-run" "$T/loop.onnx" --output-dir "$T/loop_out" > "$T/o" 2> "$T/e"
+check "Loop with M = INT64_MAX runs until its condition stops it" python3 -c "import numpy as np; v = np.load('$T/loop_out/v.npy'); assert v == 3, v"
+
 # Optimization levels: every level matches the reference outputs.
 for level in none basic all; do
   "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level $level > "$T/o" 2> "$T/e"
