@@ -17,6 +17,8 @@ struct Session::Cached {
 Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
     : model_(std::move(model)), options_(options) {
   ONYX_CHECK(model_ != nullptr, "Session: null model");
+  ONYX_CHECK(options_.threads >= 0 && options_.threads <= host::kMaxThreads, "threads = ", options_.threads,
+             ": expected 0 (the default) to ", host::kMaxThreads);
   if(options_.profile) profiler_ = std::make_shared<Profiler>();
   static const bool warned = [] {
     if(!host::blasIsOpenMP())

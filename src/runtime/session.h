@@ -23,7 +23,7 @@ class ExpressionGraph;
 
 struct SessionOptions {
   DeviceId device = {};
-  int threads = 0;  // 0: leave the OpenMP default
+  int threads = 0;  // 0: leave the OpenMP default; at most host::kMaxThreads (1024)
   // Initializers become trainable params (for fine-tuning) instead of constants.
   bool trainable = false;
   // The graph passes run on each graph built (graph/passes/passes.h): none,

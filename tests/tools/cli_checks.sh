@@ -97,6 +97,12 @@ PY
 "$BIN/onnx-run" "$T/loop.onnx" --output-dir "$T/loop_out" > "$T/o" 2> "$T/e"
 check "Loop with M = INT64_MAX runs until its condition stops it" python3 -c "import numpy as np; v = np.load('$T/loop_out/v.npy'); assert v == 3, v"
 
+# A thread count OpenMP cannot create is a one-line error, not a crash.
+for n in 100000 -3; do
+  "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --threads $n > "$T/o" 2> "$T/e"
+  check "onnx-run --threads $n is a one-line error" sh -c "[ $? -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q 'threads = $n' '$T/e'"
+done
+
 # Optimization levels: every level matches the reference outputs.
 for level in none basic all; do
   "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level $level > "$T/o" 2> "$T/e"

@@ -2,6 +2,10 @@
 
 #include <cblas.h>
 
+#include <thread>
+
+#include <onyx/core/error.h>
+
 namespace onyx {
 namespace host {
 
@@ -10,6 +14,8 @@ int gThreads = 0;  // 0: OpenMP's default
 }
 
 void setNumThreads(int n) {
+  ONYX_CHECK(n <= kMaxThreads, "threads = ", n, ": at most ", kMaxThreads, " (this machine has ",
+             std::thread::hardware_concurrency(), " hardware threads)");
   gThreads = n > 0 ? n : 0;
   if(n > 0) {
 #ifdef _OPENMP

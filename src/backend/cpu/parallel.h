@@ -12,9 +12,14 @@ namespace host {
 // Below this many elements a kernel runs on one thread.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+// The most threads a caller may ask for: more only oversubscribes the
+// machine, and OpenMP ran out of stack creating 100000 of them.
+constexpr int kMaxThreads = 1024;
+
 // Number of threads kernels use (default: OpenMP's, i.e. all cores).
 // One pool: every parallel region of Onyx, BLAS's and oneDNN's included, runs
 // on libgomp's, so this sets all of them.
+// n <= 0: OpenMP's default; above kMaxThreads an onyx::Error.
 void setNumThreads(int n);
 int numThreads();
 // True when the OpenBLAS loaded is its OpenMP build (one pool, not two).
