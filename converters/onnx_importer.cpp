@@ -402,7 +402,17 @@ std::vector<OnnxValue> OnnxGraphImporter::importSubgraph(const ::onnx::GraphProt
   for(const auto& init : g.initializer())
     bindScope(init.name(), OnnxValue::of(graph_.constant(tensorFromOnnx(init, file_.dir, where + ": initializer '" + init.name() + "'"))));
   for(int i = 0; i < g.input_size(); ++i) bindScope(g.input(i).name(), inputs[static_cast<size_t>(i)]);
-  return importBody(g, where + ": output");
+  std::vector<OnnxValue> out = importBody(g, where + ": output");
+  // A subgraph's outputs have the element types it declares: an If branch
+  // yielding int64 where it declares float would reach readers that expect
+  // float.
+  for(size_t i = 0; i < out.size(); ++i) {
+    Type declared = onnxElemType(g.output(static_cast<int>(i)).type());
+    if(out[i].kind == OnnxValue::Kind::Tensor && declared != Type::undefined && out[i].tensor->value_type() != declared)
+      throw Error(str(where, ": output ", i, " '", g.output(static_cast<int>(i)).name(), "' is ",
+                      out[i].tensor->value_type(), " but the subgraph declares ", declared));
+  }
+  return out;
 }
 
 std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::string, OnnxValue>& inputs) {

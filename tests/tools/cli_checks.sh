@@ -103,6 +103,21 @@ for n in 100000 -3; do
   check "onnx-run --threads $n is a one-line error" sh -c "[ $? -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q 'threads = $n' '$T/e'"
 done
 
+# An If branch must yield the types it declares.
+python3 - "$T" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+def branch(name, elem):
+    return helper.make_graph([helper.make_node("Constant", [], ["r"], value=numpy_helper.from_array(np.array([1], np.int64)))],
+                             name, [], [helper.make_tensor_value_info("r", elem, [1])])
+g = helper.make_graph([helper.make_node("If", ["c"], ["y"], name="the_if", then_branch=branch("then", TensorProto.FLOAT),
+                                        else_branch=branch("else", TensorProto.FLOAT))], "iftypes", [],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], [numpy_helper.from_array(np.array(True), "c")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), sys.argv[1] + "/iftypes.onnx")
+PY
+"$BIN/onnx-run" "$T/iftypes.onnx" > "$T/o" 2> "$T/e"
+check "an If branch yielding int64 where it declares float is a one-line error" sh -c "[ $? -ne 0 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q 'the_if' '$T/e' && grep -q 'is int64 but the subgraph declares float32' '$T/e'"
+
 # Optimization levels: every level matches the reference outputs.
 for level in none basic all; do
   "$BIN/onnx-run" "$M/model.onnx" --test-data "$M/test_data_set_0" --opt-level $level > "$T/o" 2> "$T/e"
