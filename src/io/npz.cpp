@@ -1,8 +1,11 @@
 #include <onyx/io/npz.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -127,19 +130,39 @@ bool npyStorable(Type t) { return npyDescr(t) != nullptr; }
 
 void writeFileAtomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    ONYX_CHECK(f, path, ": cannot open '", tmp, "' for writing");
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    f.flush();
-    if(!f) {
-      std::remove(tmp.c_str());
-      fail(path, ": write failed (disk full?)");
+  // POSIX calls, so the bytes reach the disk (fsync) before the rename makes
+  // them the file: a crash after the rename cannot leave an empty or
+  // partial file under the final name.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ONYX_CHECK(fd >= 0, path, ": cannot open '", tmp, "' for writing: ", std::strerror(errno));
+  const char* p = data.data();
+  size_t left = data.size();
+  bool ok = true;
+  while(left > 0 && ok) {
+    ssize_t w = ::write(fd, p, left);
+    if(w < 0 && errno == EINTR) continue;
+    ok = w > 0;
+    if(ok) {
+      p += w;
+      left -= static_cast<size_t>(w);
     }
+  }
+  ok = ok && ::fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if(!ok) {
+    std::remove(tmp.c_str());
+    fail(path, ": write failed (disk full?)");
   }
   if(std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     fail(path, ": cannot rename temporary file into place");
+  }
+  // And the rename itself: the folder's entry.
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if(dfd >= 0) {
+    ::fsync(dfd);  // best effort: some filesystems refuse it on folders
+    ::close(dfd);
   }
 }
 

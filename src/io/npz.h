@@ -29,7 +29,9 @@ bool npyStorable(Type t);
 std::string npyBytes(const TensorBase& t);
 Tensor parseNpy(const std::string& bytes, const std::string& where);
 
-// Writes `data` to path atomically (temp file in the same folder + rename).
+// Writes `data` to path atomically: a temp file in the same folder, fsync'ed,
+// renamed into place, and the folder fsync'ed, so a crash leaves the old
+// file or the new one, never a partial one.
 void writeFileAtomic(const std::string& path, const std::string& data);
 
 }  // namespace io
