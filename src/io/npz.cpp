@@ -3,9 +3,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -128,7 +130,27 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
 
 bool npyStorable(Type t) { return npyDescr(t) != nullptr; }
 
+std::vector<std::string> removeStaleTemporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  for(const auto& e : fs::directory_iterator(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec)) {
+    const std::string n = e.path().filename().string();
+    if(n.size() <= prefix.size() || n.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = n.substr(prefix.size());
+    if(digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
+    if(pid == ::getpid() || (pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH))) continue;
+    std::error_code rm;
+    if(fs::remove(e.path(), rm)) removed.push_back(e.path().string());
+  }
+  return removed;
+}
+
 void writeFileAtomic(const std::string& path, const std::string& data) {
+  removeStaleTemporaries(path);
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   // POSIX calls, so the bytes reach the disk (fsync) before the rename makes
   // them the file: a crash after the rename cannot leave an empty or

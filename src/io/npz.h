@@ -32,7 +32,12 @@ Tensor parseNpy(const std::string& bytes, const std::string& where);
 // Writes `data` to path atomically: a temp file in the same folder, fsync'ed,
 // renamed into place, and the folder fsync'ed, so a crash leaves the old
 // file or the new one, never a partial one.
+// It first removes the temporaries an earlier, killed write of the same path
+// left (removeStaleTemporaries).
 void writeFileAtomic(const std::string& path, const std::string& data);
+// Removes `<path>.tmp.<pid>` files whose process is gone (left by a write
+// that was killed) and returns their paths; a live writer's are kept.
+std::vector<std::string> removeStaleTemporaries(const std::string& path);
 
 }  // namespace io
 }  // namespace onyx

@@ -12,6 +12,7 @@
 #include <onyx/core/device.h>
 #include <onyx/core/error.h>
 #include <onyx/graph/expression_graph.h>
+#include <onyx/io/npz.h>
 #include <onyx/onnx/checker.h>
 #include <onyx/onnx/writer.h>
 #include <onyx/runtime/model.h>
@@ -40,20 +41,6 @@ std::string rngText(const std::mt19937_64& r) {
   std::ostringstream os;
   os << r;
   return os.str();
-}
-
-// Temporary files left by a run killed while writing (name.tmp.<pid>).
-std::vector<std::string> removeStaleTemps(const std::string& dir, const std::string& file) {
-  std::vector<std::string> removed;
-  std::error_code ec;
-  for(auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::string n = e.path().filename().string();
-    if(n.rfind(file + ".tmp.", 0) == 0) {
-      std::filesystem::remove(e.path(), ec);
-      removed.push_back(e.path().string());
-    }
-  }
-  return removed;
 }
 
 const std::string& extraOf(const TrainState& s, const std::string& path, const std::string& key) {
@@ -445,7 +432,7 @@ std::vector<EpochInfo> Trainer::run() {
     std::filesystem::create_directories(o_.checkpointDir, ec);
     if(ec) throw Error(str(optionName("checkpointDir"), " '", o_.checkpointDir, "': ", ec.message()));
     lastCheckpoint_ = ckpt;
-    for(const auto& f : removeStaleTemps(o_.checkpointDir, "checkpoint.npz"))
+    for(const auto& f : io::removeStaleTemporaries(ckpt))
       notice(str("removed ", f, " (left by an interrupted write)"));
     if(o_.resume && std::filesystem::exists(ckpt)) {
       state = loadCheckpoint(ckpt);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <onyx/onyx.h>
+#include <onyx/io/npz.h>
 #include <onyx/train/checkpoint.h>
 
 namespace onyx {
@@ -238,6 +239,27 @@ TEST(Checkpoint, MismatchedGraphIsAClearError) {
     EXPECT_EQ(g->params()->get("b1")->val()->toVector<float>(), std::vector<float>(Trainer::kHidden, 0.f));
   }
   std::remove(path.c_str());
+}
+
+// A write that was killed leaves <path>.tmp.<pid>; the next write of that
+// path removes it when the process is gone, and leaves a live writer's alone.
+TEST(Checkpoint, StaleTemporariesOfDeadWritersAreRemoved) {
+  std::string path = tempPath("stale.bin");
+  auto touch = [](const std::string& p) { std::ofstream(p) << "partial"; };
+  struct stat st;
+  const std::string dead = path + ".tmp.999999999", live = path + ".tmp.1", other = path + ".tmp.abc";
+  touch(dead);
+  touch(live);
+  touch(other);
+  io::writeFileAtomic(path, "new");
+  EXPECT_NE(::stat(dead.c_str(), &st), 0) << "a dead writer's temporary was kept";
+  EXPECT_EQ(::stat(live.c_str(), &st), 0) << "a live process's (pid 1) temporary was removed";
+  EXPECT_EQ(::stat(other.c_str(), &st), 0) << "a file that is no temporary of ours was removed";
+  EXPECT_EQ(readBytes(path), "new");
+  touch(dead);
+  EXPECT_EQ(io::removeStaleTemporaries(path), std::vector<std::string>{dead});
+  std::remove(live.c_str());
+  std::remove(other.c_str());
 }
 
 TEST(Checkpoint, FailedSaveLeavesOldFileUntouched) {
