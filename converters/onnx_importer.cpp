@@ -394,6 +394,8 @@ std::vector<OnnxValue> OnnxGraphImporter::importSubgraph(const ::onnx::GraphProt
                                                          const std::vector<OnnxValue>& inputs, const std::string& where) {
   if(static_cast<size_t>(g.input_size()) != inputs.size())
     throw Error(str(where, ": the subgraph takes ", g.input_size(), " inputs, given ", inputs.size()));
+  if(scopes_.size() > static_cast<size_t>(kMaxSubgraphDepth))
+    throw Error(str(where, ": subgraphs nested more than ", kMaxSubgraphDepth, " deep"));
   scopes_.emplace_back();
   struct Pop {
     std::vector<std::unordered_map<std::string, OnnxValue>>& s;

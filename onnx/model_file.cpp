@@ -40,8 +40,14 @@ void parseMessage(Msg& msg, google::protobuf::io::ZeroCopyInputStream& stream, b
   if(empty) throw Error(str(where, ": empty file, not ", kind));
   google::protobuf::io::CodedInputStream in(&stream);
   in.SetTotalBytesLimit(INT_MAX);
+  // A subgraph level is NodeProto -> AttributeProto -> GraphProto (protobuf's
+  // default of 100 stopped If nested 33 deep, reported as a corrupt file).
+  const int depth = 3 * kMaxSubgraphDepth + 16;
+  in.SetRecursionLimit(depth);
   if(!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-    throw Error(str(where, ": not ", kind, " (protobuf parse failed: truncated or corrupt file)"));
+    throw Error(str(where, ": not ", kind, " (protobuf parse failed: truncated or corrupt file, or messages nested more "
+                                           "than ", depth, " deep: subgraphs nested more than ", kMaxSubgraphDepth,
+                    " deep)"));
 }
 
 template <class Msg>

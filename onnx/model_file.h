@@ -14,6 +14,11 @@
 namespace onyx {
 
 // A parsed, validated model file. Immutable once loaded: sessions share it.
+// How deep subgraphs (If/Loop/Scan bodies) may nest: the file's parse
+// allows that much protobuf nesting (three messages a level), and the
+// importer checks it, each with a one-line error naming the limit.
+constexpr int kMaxSubgraphDepth = 100;
+
 struct OnnxModelFile {
   std::string path;     // as given
   std::string dir;      // the folder holding the model (external data lives under it)

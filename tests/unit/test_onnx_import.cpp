@@ -343,6 +343,73 @@ TEST(OnnxBadInput, RangeCountsWithoutOverflow) {
   EXPECT_EQ(y[2], INT64_MAX - 4);  // 2^63 - 5
 }
 
+// If nested `depth` deep around a Constant 7 (then branches nest, else
+// branches are a Constant -1), its condition an initializer of the main graph.
+::onnx::ModelProto nestedIfModel(int depth) {
+  auto leaf = [](float v) {
+    ::onnx::GraphProto g;
+    g.set_name("leaf");
+    auto* n = g.add_node();
+    n->set_op_type("Constant");
+    n->add_output("r");
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(static_cast<int>(Type::float32));
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_float_data(v);
+    addTensorValueInfo(g.add_output(), "r", Type::float32, {1});
+    return g;
+  };
+  ::onnx::GraphProto g = leaf(7);
+  for(int i = 0; i < depth; ++i) {
+    ::onnx::GraphProto up;
+    up.set_name("level" + std::to_string(i));
+    auto* n = up.add_node();
+    n->set_op_type("If");
+    n->add_input("c");
+    n->add_output("r");
+    auto* t = n->add_attribute();
+    t->set_name("then_branch");
+    t->set_type(::onnx::AttributeProto::GRAPH);
+    *t->mutable_g() = std::move(g);
+    auto* e = n->add_attribute();
+    e->set_name("else_branch");
+    e->set_type(::onnx::AttributeProto::GRAPH);
+    *e->mutable_g() = leaf(-1);
+    addTensorValueInfo(up.add_output(), "r", Type::float32, {1});
+    g = std::move(up);
+  }
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(17);
+  *m.mutable_graph() = std::move(g);
+  m.mutable_graph()->set_name("main");
+  auto* c = m.mutable_graph()->add_initializer();
+  c->set_name("c");
+  c->set_data_type(static_cast<int>(Type::boolean));
+  c->add_int32_data(1);
+  return m;
+}
+
+// If nested 40 deep loads and runs (protobuf's default recursion limit
+// stopped it at about 33, reported as a truncated or corrupt file); 120 deep
+// is a one-line error that names the nesting limit.
+TEST(OnnxBadInput, NestedSubgraphsUpToTheLimit) {
+  TempDir d;
+  auto model = Model::load(save(nestedIfModel(40), d / "nested40.onnx"));
+  Session s(model);
+  auto out = s.run({});
+  ASSERT_EQ(out.at("r")->size(), 1);
+  EXPECT_EQ(out.at("r")->data<float>()[0], 7.f);
+  expectOneLine(errorOf(save(nestedIfModel(120), d / "nested120.onnx"), {}),
+                {"nested120.onnx", "nested more than 100 deep"});
+  // Within protobuf's nesting but over the importer's limit.
+  expectOneLine(errorOf(save(nestedIfModel(101), d / "nested101.onnx"), {}), {"nested more than 100 deep"});
+}
+
 // consumed_inputs (an in-place hint of opsets 1-5) is ignored by the
 // importer for every op, and stays an unsupported attribute from opset 6 on.
 TEST(OnnxImport, ConsumedInputsIsIgnoredBeforeOpset6) {
