@@ -34,6 +34,16 @@ Tensor TensorBase::create(const Shape& shape, Type type, const Ptr<Allocator>& a
   return t;
 }
 
+Tensor TensorBase::wrap(void* data, const Shape& shape, Type type, std::shared_ptr<const void> owner,
+                        DeviceId device) {
+  ONYX_CHECK(type != Type::string, "string tensors cannot wrap foreign memory");
+  Tensor t(new TensorBase(shape, type, device));
+  ONYX_CHECK(data != nullptr || t->bytes() == 0, "wrap: null memory for a tensor of shape ", shape, " ", type);
+  t->data_ = data;
+  t->external_ = std::move(owner);
+  return t;
+}
+
 TensorBase::~TensorBase() {
   if(alloc_) alloc_->free(data_, allocBytes_);
   else if(ownsMemory_) deviceFree(device_, data_);

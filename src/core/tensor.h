@@ -4,6 +4,7 @@
 // tensor itself (params, user tensors). Views share their base's memory.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ public:
   static Tensor create(const Shape& shape, Type type, DeviceId device = {});
   // A tensor whose memory comes from `alloc` and returns there on destruction.
   static Tensor create(const Shape& shape, Type type, const Ptr<Allocator>& alloc);
+  // A tensor over memory that someone else owns (a numpy array, a DLPack
+  // tensor): no copy. `owner` stays alive as long as this tensor and its
+  // views do; the memory must hold shape.elements() elements of `type` on
+  // `device`, aligned for the type. Not for string tensors.
+  static Tensor wrap(void* data, const Shape& shape, Type type, std::shared_ptr<const void> owner,
+                     DeviceId device = {});
   template <class T>
   static Tensor fromVector(const Shape& shape, const std::vector<T>& v) {
     auto t = create(shape, TypeOf<T>::value);
@@ -114,6 +121,7 @@ private:
   Ptr<Allocator> alloc_;          // memory returns here when set
   bool ownsMemory_ = false;       // memory came from deviceMalloc
   Tensor base_;                   // for views: keeps the owner alive
+  std::shared_ptr<const void> external_;  // wrap(): the memory's owner
   std::vector<std::string> strings_;
 };
 

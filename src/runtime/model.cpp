@@ -49,9 +49,30 @@ ValueInfo toInfo(const ::onnx::ValueInfoProto& v) {
 
 }  // namespace
 
-std::shared_ptr<Model> Model::load(const std::string& path) {
+std::shared_ptr<Model> Model::load(const std::string& path) { return fromFile(loadOnnxModel(path)); }
+
+std::shared_ptr<Model> Model::fromBytes(const std::string& bytes, const std::string& name, const std::string& dir) {
+  return fromFile(parseOnnxModel(bytes, name, dir));
+}
+
+ModelMeta Model::meta() const {
+  const auto& p = file_->proto;
+  ModelMeta m;
+  m.producerName = p.producer_name();
+  m.producerVersion = p.producer_version();
+  m.domain = p.domain();
+  m.docString = p.doc_string();
+  m.version = p.model_version();
+  m.graphName = p.graph().name();
+  m.graphDescription = p.graph().doc_string();
+  for(const auto& kv : p.metadata_props()) m.customMetadata[kv.key()] = kv.value();
+  return m;
+}
+
+std::shared_ptr<Model> Model::fromFile(std::shared_ptr<OnnxModelFile> file) {
   auto m = std::shared_ptr<Model>(new Model());
-  m->file_ = loadOnnxModel(path);
+  m->file_ = std::move(file);
+  const std::string& path = m->file_->path;
   auto& g = *m->file_->proto.mutable_graph();
   for(auto& init : *g.mutable_initializer()) {
     if(init.name().empty()) throw Error(str(path, ": an initializer has no name"));

@@ -33,9 +33,22 @@ struct ValueInfo {
   std::string describe() const;     // "float32[N,3,224,224]"
 };
 
+// What the model file says about itself (onnxruntime's ModelMetadata).
+struct ModelMeta {
+  std::string producerName, producerVersion, domain, docString;
+  int64_t version = 0;                       // model_version
+  std::string graphName, graphDescription;   // the graph's name and doc string
+  std::map<std::string, std::string> customMetadata;  // metadata_props
+};
+
 class Model {
 public:
   static std::shared_ptr<Model> load(const std::string& path);
+  // A model held in memory (a serialized ModelProto): `name` stands for the
+  // file in error messages; external data is read relative to `dir`.
+  static std::shared_ptr<Model> fromBytes(const std::string& bytes, const std::string& name = "<model bytes>",
+                                          const std::string& dir = ".");
+  ModelMeta meta() const;
   const std::string& path() const;
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
@@ -45,6 +58,7 @@ public:
   const OnnxModelFile& file() const { return *file_; }
 
 private:
+  static std::shared_ptr<Model> fromFile(std::shared_ptr<OnnxModelFile> file);
   std::shared_ptr<OnnxModelFile> file_;
   std::vector<ValueInfo> inputs_, outputs_;
   std::map<std::string, Tensor> initializers_;
