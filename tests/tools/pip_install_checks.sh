@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `pip install .` gives a working onyx package (issue 22): the checkout is
+# installed into a fresh virtual environment (system site-packages visible:
+# numpy, onnxruntime, pytest, torch), without build isolation (the build
+# requirements scikit-build-core and nanobind come from tools/dev.sh deps),
+# then the package's test suite runs against the installed copy from outside
+# the source tree. The build folder is build-pip in the checkout (beside
+# build/, so that ccache with CCACHE_BASEDIR finds the main build's objects).
+#   pip_install_checks.sh SOURCE_DIR TOOLS_DIR
+set -euo pipefail
+src=$1
+bin=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 -m venv --system-site-packages "$work/venv"
+# ccache (when the build uses it) reuses the main build's objects.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$src}
+"$work/venv/bin/pip" install -q --no-build-isolation --no-deps "$src" \
+  -Cbuild-dir="$src/build-pip" >"$work/pip.log" 2>&1 || { tail -40 "$work/pip.log"; exit 1; }
+cd "$work"
+where=$("$work/venv/bin/python" -c "import onyx, os; print(os.path.dirname(onyx.__file__))")
+case "$where" in
+  "$work"/venv/*) echo "onyx imported from $where" ;;
+  *) echo "onyx imported from $where, not from the fresh install" >&2; exit 1 ;;
+esac
+ls "$where"
+ONYX_PYTHON_DIR=installed ONYX_BIN_DIR="$bin" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
+  "$src/tests/python/package"
