@@ -1,8 +1,12 @@
-// Imports of the ai.onnx.ml domain used by ONNX's node tests: Binarizer and
-// ArrayFeatureExtractor (composites of registry ops, so they stay in the
-// graph), LabelEncoder and TreeEnsemble (computed now from the input data
-// with c.value and emitted as constants: the graph built is valid for those
-// input values only, and a session rebuilds it per run).
+// Imports of the ai.onnx.ml domain. Binarizer, ArrayFeatureExtractor, Scaler
+// and Normalizer are composites of registry ops, so they stay in the graph.
+// LabelEncoder, TreeEnsemble, TreeEnsembleRegressor/Classifier and
+// LinearRegressor/Classifier are computed now from the input data with
+// c.value and emitted as constants: the graph built is valid for those input
+// values only, and a session rebuilds it per run. The predictors follow
+// onnxruntime's semantics where the spec is silent (the binary cases of the
+// classifiers, which scores a post_transform applies to), since that is what
+// converters such as skl2onnx and onnxmltools are written against.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +18,7 @@
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
 #include <onyx/ops/slicing.h>
 
@@ -300,6 +305,550 @@ ONYX_ONNX_IMPORT(kOnnxTreeEnsemble, "TreeEnsemble", 5).inDomain(kMl).importer([]
   Tensor t = TensorBase::create(Shape{N, nTargets}, x->type());
   for(int64_t i = 0; i < N * nTargets; ++i) t->setFromDouble(i, y[static_cast<size_t>(i)]);
   c.setOutput(0, c.constant(t));
+});
+
+
+// ---- Scaler and Normalizer (composites) ----
+
+namespace {
+
+// Input 0 as float32 (the type both ops output), rank 1 or 2.
+Expr mlFloatInput(OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(x->value_type() != Type::string && x->value_type() != Type::boolean, "input has element type ",
+          x->value_type(), "; it must be numeric");
+  c.check(x->shape().rank() == 1 || x->shape().rank() == 2, "input has shape ", x->shape(),
+          "; it must be [F] or [N, F]");
+  return x->value_type() == Type::float32 ? x : cast(x, Type::float32);
+}
+
+// The floats of attribute `name`, or of `name`_as_tensor (doubles).
+std::vector<double> mlFloats(OnnxImportCtx& c, const std::string& name) {
+  std::string t = name + "_as_tensor";
+  if(c.hasAttr(t.c_str())) {
+    c.check(!c.hasAttr(name.c_str()), "both ", name, " and ", t, " are set");
+    std::vector<double> v;
+    c.attrTensor(t.c_str())->get(v);
+    return v;
+  }
+  return c.attrFloats(name.c_str());
+}
+
+}  // namespace
+
+// Scaler: y = (x - offset) * scale per feature (offset and scale of length 1
+// or F), float32.
+ONYX_ONNX_IMPORT(kOnnxScaler, "Scaler", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  Expr x = mlFloatInput(c);
+  const int64_t F = x->shape()[x->shape().rank() - 1];
+  auto vec = [&](const char* name, double def) {
+    std::vector<double> v = c.attrFloats(name);
+    if(v.empty()) v.assign(1, def);
+    c.check(v.size() == 1 || static_cast<int64_t>(v.size()) == F, name, " has ", v.size(),
+            " values; it needs 1 or one per feature (", F, ")");
+    std::vector<float> f(v.begin(), v.end());
+    return c.constant(TensorBase::fromVector(Shape{static_cast<int64_t>(f.size())}, f));
+  };
+  Expr offset = vec("offset", 0.0), scale = vec("scale", 1.0);
+  c.setOutput(0, (x - offset) * scale);
+});
+
+// Normalizer: each row divided by its MAX (the largest value), L1 (sum of
+// absolute values) or L2 (Euclidean) norm; a row whose norm is 0 stays as it
+// is. float32 out.
+ONYX_ONNX_IMPORT(kOnnxNormalizer, "Normalizer", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  Expr x = mlFloatInput(c);
+  std::string norm = c.attrString("norm", "MAX");
+  int axis = static_cast<int>(x->shape().rank()) - 1;
+  Expr n;
+  if(norm == "MAX") n = max(x, std::vector<int>{axis}, true);
+  else if(norm == "L1") n = sum(abs(x), std::vector<int>{axis}, true);
+  else if(norm == "L2") n = sqrt(sum(x * x, std::vector<int>{axis}, true));
+  else c.fail("norm must be MAX, L1 or L2, got '", norm, "'");
+  c.setOutput(0, x / where(eq(n, 0.0), 1.0, n));
+});
+
+// ---- the predictors (computed from the input values) ----
+
+namespace {
+
+enum class Post { none, softmax, logistic, softmaxZero, probit };
+
+Post mlPost(OnnxImportCtx& c) {
+  std::string p = c.attrString("post_transform", "NONE");
+  if(p == "NONE") return Post::none;
+  if(p == "SOFTMAX") return Post::softmax;
+  if(p == "LOGISTIC") return Post::logistic;
+  if(p == "SOFTMAX_ZERO") return Post::softmaxZero;
+  if(p == "PROBIT") return Post::probit;
+  c.fail("post_transform must be NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT, got '", p, "'");
+}
+
+double logistic(double v) { return 1 / (1 + std::exp(-v)); }
+
+// post_transform over one row of scores (onnxruntime's write_scores for two
+// or more scores). `has` marks the scores some leaf (or a base value) set;
+// the others read as 0 (a base value added to them is dropped), as in
+// onnxruntime.
+void mlTransform(Post post, double* s, size_t n, const char* has = nullptr) {
+  if(has)
+    for(size_t k = 0; k < n; ++k)
+      if(!has[k]) s[k] = 0;
+  switch(post) {
+    case Post::probit:
+      for(size_t k = 0; k < n; ++k) s[k] = probit(s[k]);
+      break;
+    case Post::logistic:
+      for(size_t k = 0; k < n; ++k) s[k] = logistic(s[k]);
+      break;
+    case Post::softmax:
+    case Post::softmaxZero: {
+      // SOFTMAX_ZERO leaves (near-)zero scores out of the sum, scaled by exp(-max).
+      const bool zero = post == Post::softmaxZero;
+      double mx = -INFINITY, sum = 0;
+      for(size_t k = 0; k < n; ++k) mx = std::max(mx, s[k]);
+      for(size_t k = 0; k < n; ++k) {
+        if(zero && std::fabs(s[k]) <= 1e-7) {
+          s[k] *= std::exp(-mx);
+          continue;
+        }
+        s[k] = std::exp(s[k] - mx);
+        sum += s[k];
+      }
+      for(size_t k = 0; k < n; ++k) s[k] /= sum;
+      break;
+    }
+    case Post::none: break;
+  }
+}
+
+// The input as doubles, [N, F] (a 1-D input is one row).
+struct MlRows {
+  std::vector<double> v;
+  int64_t n = 0, f = 0;
+  double at(int64_t row, int64_t col) const { return v[static_cast<size_t>(row * f + col)]; }
+};
+
+MlRows mlRows(OnnxImportCtx& c) {
+  Tensor x = c.value(0);
+  c.check(x->type() != Type::string && x->type() != Type::boolean, "input has element type ", x->type(),
+          "; it must be numeric");
+  c.check(x->shape().rank() == 1 || x->shape().rank() == 2, "input has shape ", x->shape(),
+          "; it must be [F] or [N, F]");
+  MlRows r;
+  r.n = x->shape().rank() == 1 ? 1 : x->shape()[0];
+  r.f = x->shape()[x->shape().rank() - 1];
+  x->get(r.v);
+  return r;
+}
+
+Tensor floatMatrix(const std::vector<double>& v, int64_t n, int64_t k) {
+  std::vector<float> f(v.begin(), v.end());
+  return TensorBase::fromVector(Shape{n, k}, f);
+}
+
+// Class labels: int64s or strings (exactly one of the two attributes).
+struct MlLabels {
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  bool isString = false;
+  size_t size() const { return isString ? strings.size() : ints.size(); }
+};
+
+MlLabels mlLabels(OnnxImportCtx& c, const char* intsName, const char* stringsName) {
+  MlLabels l;
+  l.ints = c.attrInts(intsName);
+  l.strings = c.attrStrings(stringsName);
+  c.check(l.ints.empty() || l.strings.empty(), "both ", intsName, " and ", stringsName, " are set");
+  l.isString = !l.strings.empty();
+  return l;
+}
+
+// Labels by class index; literal01: the index itself (onnxruntime's 0/1
+// labels for two classes outside its binary case).
+Tensor labelTensor(const MlLabels& l, const std::vector<int64_t>& idx, bool literal01 = false) {
+  const int64_t n = static_cast<int64_t>(idx.size());
+  if(l.isString) {
+    Tensor t = TensorBase::create(Shape{n}, Type::string);
+    for(int64_t i = 0; i < n; ++i) t->strings()[static_cast<size_t>(i)] = l.strings[static_cast<size_t>(idx[static_cast<size_t>(i)])];
+    return t;
+  }
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for(int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = literal01 ? idx[static_cast<size_t>(i)] : l.ints[static_cast<size_t>(idx[static_cast<size_t>(i)])];
+  return TensorBase::fromVector(Shape{n}, v);
+}
+
+}  // namespace
+
+// LinearRegressor: y = x . coefficients^T + intercepts, [N, targets] float32;
+// post_transform applies to rows of two or more targets (PROBIT to one).
+ONYX_ONNX_IMPORT(kOnnxLinearRegressor, "LinearRegressor", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  MlRows x = mlRows(c);
+  std::vector<double> coef = c.attrFloats("coefficients"), icpt = c.attrFloats("intercepts");
+  int64_t T = c.attrInt("targets", 1);
+  Post post = mlPost(c);
+  c.check(T >= 1, "targets must be positive, got ", T);
+  c.check(static_cast<int64_t>(coef.size()) == T * x.f, "coefficients has ", coef.size(), " values; ", T,
+          " targets of ", x.f, " features need ", T * x.f);
+  c.check(icpt.empty() || static_cast<int64_t>(icpt.size()) == T, "intercepts has ", icpt.size(),
+          " values for ", T, " targets");
+  std::vector<double> y(static_cast<size_t>(x.n * T));
+  for(int64_t r = 0; r < x.n; ++r) {
+    double* o = y.data() + r * T;
+    for(int64_t t = 0; t < T; ++t) {
+      double acc = icpt.empty() ? 0.0 : static_cast<double>(static_cast<float>(icpt[static_cast<size_t>(t)]));
+      for(int64_t j = 0; j < x.f; ++j)
+        acc += static_cast<double>(static_cast<float>(coef[static_cast<size_t>(t * x.f + j)])) *
+               static_cast<double>(static_cast<float>(x.at(r, j)));
+      o[t] = acc;
+    }
+    if(T >= 2) mlTransform(post, o, static_cast<size_t>(T));
+    else if(post == Post::probit) o[0] = probit(o[0]);
+  }
+  c.setOutput(0, c.constant(floatMatrix(y, x.n, T)));
+});
+
+// LinearClassifier: scores = x . coefficients^T + intercepts [N, C]; the
+// label is the first class of the largest score, and post_transform applies
+// to the row. One coefficient row is binary (two class labels needed):
+// label = labels[1] if the score s > 0 else labels[0]; scores [1 - p, p]
+// with p = logistic(s) under LOGISTIC, p = s otherwise (PROBIT: [probit(s), 0]).
+ONYX_ONNX_IMPORT(kOnnxLinearClassifier, "LinearClassifier", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  MlRows x = mlRows(c);
+  std::vector<double> coef = c.attrFloats("coefficients"), icpt = c.attrFloats("intercepts");
+  MlLabels labels = mlLabels(c, "classlabels_ints", "classlabels_strings");
+  c.ignoreAttr("multi_class");  // onnxruntime ignores it too
+  Post post = mlPost(c);
+  const int64_t C = static_cast<int64_t>(icpt.size());
+  c.check(C >= 1, "intercepts is empty; it holds one value per class");
+  c.check(static_cast<int64_t>(coef.size()) == C * x.f, "coefficients has ", coef.size(), " values; ", C,
+          " classes of ", x.f, " features need ", C * x.f);
+  const bool binary = C == 1;
+  c.check(C == 1 ? labels.size() == 2 : static_cast<int64_t>(labels.size()) == C, "there are ", C,
+          C == 1 ? " coefficient row (binary: it needs 2 class labels) but " : " classes but ", labels.size(),
+          " class labels");
+  const int64_t outC = binary ? 2 : C;
+  std::vector<double> z(static_cast<size_t>(x.n * outC));
+  std::vector<int64_t> idx(static_cast<size_t>(x.n));
+  for(int64_t r = 0; r < x.n; ++r) {
+    std::vector<double> s(static_cast<size_t>(C));
+    for(int64_t k = 0; k < C; ++k) {
+      double acc = static_cast<float>(icpt[static_cast<size_t>(k)]);
+      for(int64_t j = 0; j < x.f; ++j)
+        acc += static_cast<double>(static_cast<float>(coef[static_cast<size_t>(k * x.f + j)])) *
+               static_cast<double>(static_cast<float>(x.at(r, j)));
+      s[static_cast<size_t>(k)] = static_cast<float>(acc);
+    }
+    double* o = z.data() + r * outC;
+    if(binary) {
+      idx[static_cast<size_t>(r)] = s[0] > 0 ? 1 : 0;
+      if(post == Post::probit) {
+        o[0] = probit(s[0]);
+        o[1] = 0;
+      } else {
+        double p = post == Post::logistic ? logistic(s[0]) : s[0];
+        o[0] = 1 - p;
+        o[1] = p;
+      }
+    } else {
+      size_t best = 0;
+      for(size_t k = 1; k < s.size(); ++k)
+        if(s[k] > s[best]) best = k;
+      idx[static_cast<size_t>(r)] = static_cast<int64_t>(best);
+      std::copy(s.begin(), s.end(), o);
+      mlTransform(post, o, static_cast<size_t>(C));
+    }
+  }
+  c.setOutput(0, c.constant(labelTensor(labels, idx)));
+  c.setOutput(1, c.constant(floatMatrix(z, x.n, outC)));
+});
+
+namespace {
+
+// The trees of TreeEnsembleRegressor/Classifier: nodes by (tree id, node
+// id), children by node id within the tree, weights on the leaves.
+struct MlTrees {
+  struct Node {
+    int64_t feature = 0;
+    double value = 0;
+    int mode = 0;  // 0 LEQ, 1 LT, 2 GTE, 3 GT, 4 EQ, 5 NEQ, 6 LEAF
+    int64_t trueNode = -1, falseNode = -1;  // indices into nodes
+    bool missingTrue = false;
+    std::vector<std::pair<int64_t, double>> weights;  // (target/class, weight)
+  };
+  std::vector<Node> nodes;
+  std::vector<int64_t> roots;
+
+  // The leaf `row` reaches from root `r`.
+  const Node& leaf(const MlRows& x, int64_t row, int64_t r) const {
+    const Node* n = &nodes[static_cast<size_t>(r)];
+    for(size_t steps = 0; n->mode != 6; ++steps) {
+      double v = x.at(row, n->feature);
+      bool t;
+      switch(n->mode) {
+        case 0: t = v <= n->value; break;
+        case 1: t = v < n->value; break;
+        case 2: t = v >= n->value; break;
+        case 3: t = v > n->value; break;
+        case 4: t = v == n->value; break;
+        default: t = v != n->value; break;
+      }
+      if(std::isnan(v) && n->missingTrue) t = true;
+      n = &nodes[static_cast<size_t>(t ? n->trueNode : n->falseNode)];
+      ONYX_ASSERT(steps <= nodes.size(), "tree walk longer than the tree (the parse checks for cycles)");
+    }
+    return *n;
+  }
+};
+
+// Reads and checks the nodes_* attributes and the weights (prefix "target"
+// or "class") against `outputs` targets or classes and F features.
+MlTrees mlTrees(OnnxImportCtx& c, const char* prefix, int64_t outputs, int64_t F) {
+  std::vector<int64_t> treeIds = c.attrInts("nodes_treeids"), nodeIds = c.attrInts("nodes_nodeids");
+  std::vector<int64_t> features = c.attrInts("nodes_featureids");
+  std::vector<int64_t> trueIds = c.attrInts("nodes_truenodeids"), falseIds = c.attrInts("nodes_falsenodeids");
+  std::vector<int64_t> missing = c.attrInts("nodes_missing_value_tracks_true");
+  std::vector<std::string> modes = c.attrStrings("nodes_modes");
+  std::vector<double> values = mlFloats(c, "nodes_values");
+  if(c.hasAttr("nodes_hitrates")) c.ignoreAttr("nodes_hitrates");
+  if(c.hasAttr("nodes_hitrates_as_tensor")) c.ignoreAttr("nodes_hitrates_as_tensor");
+  const size_t n = nodeIds.size();
+  c.check(n > 0, "nodes_nodeids is empty: the ensemble has no nodes");
+  c.check(treeIds.size() == n && features.size() == n && modes.size() == n && trueIds.size() == n &&
+              falseIds.size() == n && values.size() == n && (missing.empty() || missing.size() == n),
+          "the nodes_* attributes must all have one entry per node (", n, ")");
+  MlTrees t;
+  t.nodes.resize(n);
+  std::map<std::pair<int64_t, int64_t>, int64_t> at;
+  for(size_t i = 0; i < n; ++i) {
+    c.check(at.emplace(std::make_pair(treeIds[i], nodeIds[i]), static_cast<int64_t>(i)).second, "node ", nodeIds[i],
+            " of tree ", treeIds[i], " appears twice");
+  }
+  static const char* kModes[] = {"BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ", "LEAF"};
+  std::vector<bool> isChild(n);
+  for(size_t i = 0; i < n; ++i) {
+    MlTrees::Node& nd = t.nodes[i];
+    nd.mode = -1;
+    for(int m = 0; m < 7; ++m)
+      if(modes[i] == kModes[m]) nd.mode = m;
+    c.check(nd.mode >= 0, "node ", nodeIds[i], " of tree ", treeIds[i], " has mode '", modes[i],
+            "' (BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ or LEAF)");
+    nd.value = static_cast<float>(values[i]);
+    if(c.hasAttr("nodes_values_as_tensor")) nd.value = values[i];
+    nd.missingTrue = !missing.empty() && missing[i] != 0;
+    if(nd.mode == 6) continue;
+    nd.feature = features[i];
+    c.check(nd.feature >= 0 && nd.feature < F, "node ", nodeIds[i], " of tree ", treeIds[i], " reads feature ",
+            nd.feature, " of ", F);
+    for(int side = 0; side < 2; ++side) {
+      int64_t id = side ? trueIds[i] : falseIds[i];
+      auto it = at.find({treeIds[i], id});
+      c.check(it != at.end(), "node ", nodeIds[i], " of tree ", treeIds[i], " has ", side ? "true" : "false",
+              " child ", id, ", which the tree does not have");
+      (side ? nd.trueNode : nd.falseNode) = it->second;
+      isChild[static_cast<size_t>(it->second)] = true;
+    }
+  }
+  for(size_t i = 0; i < n; ++i)
+    if(!isChild[i]) t.roots.push_back(static_cast<int64_t>(i));
+  // Cycles: every node reachable from a root at most once per walk.
+  {
+    std::vector<int> state(n);  // 0 new, 1 on the path, 2 done
+    std::vector<std::pair<int64_t, int>> stack;
+    for(int64_t r : t.roots) {
+      stack.push_back({r, 0});
+      while(!stack.empty()) {
+        auto& [node, step] = stack.back();
+        const MlTrees::Node& nd = t.nodes[static_cast<size_t>(node)];
+        if(step == 0) {
+          c.check(state[static_cast<size_t>(node)] != 1, "the tree of node ", nodeIds[static_cast<size_t>(node)],
+                  " has a cycle");
+          state[static_cast<size_t>(node)] = 1;
+        }
+        if(nd.mode != 6 && step < 2) {
+          int64_t child = step == 0 ? nd.trueNode : nd.falseNode;
+          ++step;
+          if(state[static_cast<size_t>(child)] != 2) stack.push_back({child, 0});
+          continue;
+        }
+        state[static_cast<size_t>(node)] = 2;
+        stack.pop_back();
+      }
+    }
+    for(size_t i = 0; i < n; ++i)
+      c.check(state[i] == 2, "node ", nodeIds[i], " of tree ", treeIds[i], " is not reachable from a root (a cycle)");
+  }
+  std::string p = prefix;
+  std::vector<int64_t> wTree = c.attrInts((p + "_treeids").c_str()), wNode = c.attrInts((p + "_nodeids").c_str());
+  std::vector<int64_t> wIds = c.attrInts((p + "_ids").c_str());
+  std::vector<double> w = mlFloats(c, p + "_weights");
+  c.check(wTree.size() == wNode.size() && wIds.size() == wNode.size() && w.size() == wNode.size(), p,
+          "_treeids, ", p, "_nodeids, ", p, "_ids and ", p, "_weights must have the same length");
+  const bool asTensor = c.hasAttr((p + "_weights_as_tensor").c_str());
+  for(size_t i = 0; i < w.size(); ++i) {
+    auto it = at.find({wTree[i], wNode[i]});
+    c.check(it != at.end(), p, " weight ", i, " is on node ", wNode[i], " of tree ", wTree[i], ", which does not exist");
+    c.check(wIds[i] >= 0 && wIds[i] < outputs, p, " weight ", i, " is for ", p, " ", wIds[i], "; there are ", outputs);
+    t.nodes[static_cast<size_t>(it->second)].weights.push_back(
+        {wIds[i], asTensor ? w[i] : static_cast<double>(static_cast<float>(w[i]))});
+  }
+  return t;
+}
+
+}  // namespace
+
+// TreeEnsembleRegressor (opsets 1 and 3): each row walks every tree to a
+// leaf; the leaves' weights aggregate per target (SUM, AVERAGE, MIN, MAX),
+// base_values are added (when there is one per target; with one target, a
+// single base value), then post_transform (rows of two or more targets;
+// PROBIT also for one). A target no leaf reached reads as 0 (without its
+// base value), as in onnxruntime.
+// Float32 [N, n_targets].
+ONYX_ONNX_IMPORT(kOnnxTreeEnsembleRegressor, "TreeEnsembleRegressor", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  MlRows x = mlRows(c);
+  int64_t T = c.attrInt("n_targets");
+  c.check(T >= 1, "n_targets must be positive, got ", T);
+  std::string aggName = c.attrString("aggregate_function", "SUM");
+  int agg = aggName == "SUM" ? 0 : aggName == "AVERAGE" ? 1 : aggName == "MIN" ? 2 : aggName == "MAX" ? 3 : -1;
+  c.check(agg >= 0, "aggregate_function must be SUM, AVERAGE, MIN or MAX, got '", aggName, "'");
+  Post post = mlPost(c);
+  std::vector<double> base = mlFloats(c, "base_values");
+  MlTrees trees = mlTrees(c, "target", T, x.f);
+  const bool useBase = static_cast<int64_t>(base.size()) == T;
+  const double origin = base.size() == 1 ? base[0] : 0.0;
+  std::vector<double> y(static_cast<size_t>(x.n * T));
+  std::vector<char> has(static_cast<size_t>(T));
+  for(int64_t r = 0; r < x.n; ++r) {
+    double* o = y.data() + r * T;
+    std::fill(has.begin(), has.end(), 0);
+    for(int64_t root : trees.roots)
+      for(const auto& [k, w] : trees.leaf(x, r, root).weights) {
+        double& s = o[k];
+        char& h = has[static_cast<size_t>(k)];
+        if(agg <= 1) s += w;
+        else if(agg == 2) s = h && s < w ? s : w;
+        else s = h && s > w ? s : w;
+        h = 1;
+      }
+    const double nTrees = static_cast<double>(trees.roots.size());
+    if(T == 1) {
+      if(agg == 1) o[0] /= nTrees;
+      o[0] += origin;
+      if(post == Post::probit) o[0] = probit(o[0]);
+      continue;
+    }
+    for(int64_t k = 0; k < T; ++k) {
+      if(agg == 1) o[k] /= nTrees;
+      if(useBase) o[k] += base[static_cast<size_t>(k)];
+    }
+    mlTransform(post, o, static_cast<size_t>(T), has.data());
+  }
+  c.setOutput(0, c.constant(floatMatrix(y, x.n, T)));
+});
+
+// TreeEnsembleClassifier (opsets 1 and 3): the leaves' class weights sum per
+// class. With more than two classes: base_values added, the label is the
+// first class of the largest score, post_transform over the row. With two
+// classes, onnxruntime's binary rules: weights on one class only make the
+// "binary case" (all weights >= 0: label 1 when the score > 0.5, scores
+// [1 - s, s] untransformed; mixed signs: label 1 when the score > 0, scores
+// [-s, s], LOGISTIC giving [logistic(-s), logistic(s)]); otherwise the
+// scores are transformed as a row and the label is 1 when the positive
+// score is > 0. Scores are float32 [N, classes]; labels int64 or strings.
+ONYX_ONNX_IMPORT(kOnnxTreeEnsembleClassifier, "TreeEnsembleClassifier", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  MlRows x = mlRows(c);
+  MlLabels labels = mlLabels(c, "classlabels_int64s", "classlabels_strings");
+  const int64_t C = static_cast<int64_t>(labels.size());
+  c.check(C >= 2, "the classifier has ", C, " class labels; it needs at least 2");
+  Post post = mlPost(c);
+  std::vector<double> base = mlFloats(c, "base_values");
+  MlTrees trees = mlTrees(c, "class", C, x.f);
+  std::set<int64_t> classesWeighted;
+  bool allPositive = true;
+  for(const auto& nd : trees.nodes)
+    for(const auto& [k, w] : nd.weights) {
+      classesWeighted.insert(k);
+      allPositive &= !(w < 0);
+    }
+  const bool binaryCase = C == 2 && classesWeighted.size() == 1;
+  std::vector<double> z(static_cast<size_t>(x.n * C));
+  std::vector<int64_t> idx(static_cast<size_t>(x.n));
+  std::vector<double> s(static_cast<size_t>(C));
+  std::vector<char> has(static_cast<size_t>(C));
+  for(int64_t r = 0; r < x.n; ++r) {
+    std::fill(s.begin(), s.end(), 0.0);
+    std::fill(has.begin(), has.end(), 0);
+    for(int64_t root : trees.roots)
+      for(const auto& [k, w] : trees.leaf(x, r, root).weights) {
+        s[static_cast<size_t>(k)] += w;
+        has[static_cast<size_t>(k)] = 1;
+      }
+    double* o = z.data() + r * C;
+    if(C > 2) {
+      for(size_t k = 0; k < base.size() && k < s.size(); ++k) {
+        s[k] = has[k] ? s[k] + base[k] : base[k];
+        has[k] = 1;
+      }
+      int64_t best = -1;
+      for(int64_t k = 0; k < C; ++k)
+        if(has[static_cast<size_t>(k)] && (best < 0 || s[static_cast<size_t>(k)] > s[static_cast<size_t>(best)])) best = k;
+      c.check(best >= 0, "row ", r, " reaches no leaf with a class weight");
+      idx[static_cast<size_t>(r)] = best;
+      std::copy(s.begin(), s.end(), o);
+      mlTransform(post, o, static_cast<size_t>(C), has.data());
+      continue;
+    }
+    // Two classes.
+    size_t count = 2;
+    int extra = -1;  // onnxruntime's add_second_class
+    if(base.size() == 2) {
+      if(has[1]) {
+        s[1] = base[1] + s[0];
+        s[0] = -s[1];
+      } else {
+        s[1] += base[1];
+        s[0] += base[0];
+      }
+      has[1] = 1;
+    } else if(base.size() == 1) {
+      s[0] += base[0];
+      if(!has[1]) count = 1;
+    } else {
+      if(base.empty()) extra = 3;
+      if(!has[1]) count = 1;
+    }
+    double pos = count == 2 && has[1] ? s[1] : (has[0] ? s[0] : 0.0);
+    if(binaryCase) {
+      if(allPositive) extra = pos > 0.5 ? 0 : 1;
+      else extra = pos > 0 ? 2 : 3;
+      idx[static_cast<size_t>(r)] = extra == 0 || extra == 2 ? 1 : 0;
+    } else {
+      idx[static_cast<size_t>(r)] = pos > 0 ? 1 : 0;
+    }
+    if(count == 2) {
+      o[0] = s[0];
+      o[1] = s[1];
+      mlTransform(post, o, 2, has.data());
+    } else if(post == Post::probit) {
+      o[0] = probit(s[0]);
+      o[1] = 0;
+    } else if(extra == 0 || extra == 1) {
+      o[0] = 1 - s[0];
+      o[1] = s[0];
+    } else if(extra == 2 || extra == 3) {
+      o[0] = post == Post::logistic ? logistic(-s[0]) : -s[0];
+      o[1] = post == Post::logistic ? logistic(s[0]) : s[0];
+    } else {
+      o[0] = s[0];
+      o[1] = 0;
+    }
+  }
+  // onnxruntime's labels for two classes: class_labels[1]/[0] in the binary
+  // case, the literal 1/0 otherwise (with string labels, the index).
+  const bool literal = C == 2 && !binaryCase && !labels.isString;
+  c.setOutput(0, c.constant(labelTensor(labels, idx, literal)));
+  c.setOutput(1, c.constant(floatMatrix(z, x.n, C)));
 });
 
 }  // namespace onyx

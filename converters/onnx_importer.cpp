@@ -467,7 +467,9 @@ std::map<std::string, OnnxValue> OnnxGraphImporter::build(const std::map<std::st
         for(int d = 0; d < sh.dim_size(); ++d) {
           const auto& dim = sh.dim(d);
           int64_t got = s.dims()[d];
-          if(dim.has_dim_value() && dim.dim_value() != got)
+          // A dim_value of 0 or less is an unknown dim (exporters write -1 for
+          // a dynamic batch), as onnxruntime reads it.
+          if(dim.has_dim_value() && dim.dim_value() > 0 && dim.dim_value() != got)
             throw Error(str("input '", in.name(), "': shape ", s, " contradicts the model's ", describeOnnxType(in.type()),
                             " at axis ", d));
           if(dim.has_dim_param() && !dim.dim_param().empty()) {

@@ -174,7 +174,8 @@ std::string describeOnnxType(const ::onnx::TypeProto& t) {
         for(int i = 0; i < t.tensor_type().shape().dim_size(); ++i) {
           const auto& d = t.tensor_type().shape().dim(i);
           if(i) s += ",";
-          s += d.has_dim_value() ? std::to_string(d.dim_value()) : (d.has_dim_param() ? d.dim_param() : "?");
+          s += d.has_dim_value() && d.dim_value() > 0 ? std::to_string(d.dim_value())
+                                                      : (d.has_dim_param() ? d.dim_param() : "?");
         }
         s += "]";
       }

@@ -40,7 +40,9 @@ ValueInfo toInfo(const ::onnx::ValueInfoProto& v) {
   if(tt->has_tensor_type() && tt->tensor_type().has_shape()) {
     i.hasShape = true;
     for(const auto& d : tt->tensor_type().shape().dim()) {
-      i.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      // dim_value 0 or less: unknown (as onnxruntime reads it; -1 is how some
+      // exporters write a dynamic batch).
+      i.dims.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
       i.dimNames.push_back(d.has_dim_param() ? d.dim_param() : "");
     }
   }

@@ -1,0 +1,321 @@
+"""Classic-ML models (ai.onnx.ml) against onnxruntime: models converted by the
+real converters (scikit-learn through skl2onnx, LightGBM through
+onnxmltools) and hand-made ones covering the attribute variants of Scaler,
+Normalizer, LinearRegressor, LinearClassifier, TreeEnsembleRegressor and
+TreeEnsembleClassifier (post transforms, base values, string and int labels,
+the binary cases, missing values, _as_tensor attributes); a negative
+dim_value is an unknown dim."""
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import onyx
+
+ML = "ai.onnx.ml"
+
+
+def ort_run(model_bytes, feeds):
+    return ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def check_same(model, feeds, rtol=1e-5, atol=1e-6):
+    data = model.SerializeToString() if hasattr(model, "SerializeToString") else model
+    want = ort_run(data, feeds)
+    got = onyx.InferenceSession(data).run(None, feeds)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g.shape == w.shape, (i, g.shape, w.shape)
+        if w.dtype.kind in "OU":
+            assert g.tolist() == w.tolist(), i
+        elif w.dtype.kind in "iub":
+            assert g.dtype == w.dtype and np.array_equal(g, w), (i, g, w)
+        else:
+            assert g.dtype == w.dtype, (i, g.dtype, w.dtype)
+            # onnxruntime sums in float32, Onyx in float64: cancellation in
+            # float32 costs about 1e-7 of the largest term
+            scale = float(np.max(np.abs(w))) if w.size else 0.0
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=max(atol, 1e-6 * scale), err_msg=f"output {i}")
+    return got
+
+
+# ---- models made by the converters ----
+
+def sklearn_models():
+    from sklearn.datasets import make_classification, make_regression
+    from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor, RandomForestClassifier,
+                                  RandomForestRegressor)
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler, Normalizer, StandardScaler
+
+    x3, y3 = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
+    x2, y2 = make_classification(300, 6, random_state=1)
+    xr, yr = make_regression(300, 6, random_state=0)
+    ys = np.array(["cat", "dog", "eel"])[y3]
+    return {
+        "scaler_logreg": (make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)), x3, y3),
+        "logreg_binary": (LogisticRegression(), x2, y2),
+        "logreg_strings": (LogisticRegression(max_iter=500), x3, ys),
+        "normalizer_linreg": (make_pipeline(Normalizer(), LinearRegression()), xr, yr),
+        "minmax_linreg": (make_pipeline(MinMaxScaler(), LinearRegression()), xr, yr),
+        "random_forest": (RandomForestClassifier(8, max_depth=5, random_state=0), x3, y3),
+        "random_forest_binary": (RandomForestClassifier(8, max_depth=5, random_state=0), x2, y2),
+        "random_forest_strings": (RandomForestClassifier(4, max_depth=4, random_state=0), x3, ys),
+        "random_forest_regressor": (RandomForestRegressor(6, max_depth=5, random_state=0), xr, yr),
+        "gradient_boosting": (GradientBoostingClassifier(n_estimators=8, random_state=0), x3, y3),
+        "gradient_boosting_binary": (GradientBoostingClassifier(n_estimators=8, random_state=0), x2, y2),
+        "gradient_boosting_regressor": (GradientBoostingRegressor(n_estimators=12, random_state=0), xr, yr),
+    }
+
+
+SKLEARN = sorted(sklearn_models())
+
+
+@pytest.mark.parametrize("name", SKLEARN)
+def test_sklearn_models_match_onnxruntime(name):
+    from skl2onnx import to_onnx
+
+    est, x, y = sklearn_models()[name]
+    x = x.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x, y)
+        opts = {"zipmap": False} if hasattr(est, "predict_proba") else None
+        model = to_onnx(est, x[:1], target_opset={"": 17, ML: 3}, options={id(est): opts} if opts else None)
+    ops = {n.op_type for n in model.graph.node}
+    assert "ZipMap" not in ops, ops
+    got = check_same(model, {model.graph.input[0].name: x[:40]})
+    if hasattr(est, "predict_proba"):
+        assert got[0].tolist() == est.predict(x[:40]).tolist()
+
+
+def test_lightgbm_models_match_onnxruntime():
+    lightgbm = pytest.importorskip("lightgbm")  # installed by the test command: never skipped in CI
+    import onnxmltools
+    from onnxmltools.convert.common.data_types import FloatTensorType
+    from sklearn.datasets import make_classification, make_regression
+
+    x3, y3 = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
+    x2, y2 = make_classification(300, 6, random_state=1)
+    xr, yr = make_regression(300, 6, random_state=0)
+    cases = [(lightgbm.LGBMClassifier(n_estimators=6, verbose=-1), x3, y3),
+             (lightgbm.LGBMClassifier(n_estimators=6, verbose=-1), x2, y2),
+             (lightgbm.LGBMRegressor(n_estimators=6, verbose=-1), xr, yr)]
+    for est, x, y in cases:
+        x = x.astype(np.float32)
+        est.fit(x, y)
+        model = onnxmltools.convert_lightgbm(est, initial_types=[("input", FloatTensorType([None, 6]))],
+                                             target_opset=15, zipmap=False)
+        check_same(model, {"input": x[:40]}, rtol=1e-5, atol=1e-5)
+
+
+# ---- hand-made models ----
+
+def ml_model(node, inputs, outputs, ml_opset=3):
+    g = helper.make_graph([node], "ml", inputs, outputs)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, ml_opset)],
+                             ir_version=8)
+
+
+def fx(n=4):
+    return helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, n])
+
+
+def rows(n=4, count=30, seed=0, nan=False):
+    x = np.random.default_rng(seed).normal(size=(count, n)).astype(np.float32)
+    if nan:
+        x[::5, 0] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("norm", ["MAX", "L1", "L2"])
+def test_normalizer(norm):
+    node = helper.make_node("Normalizer", ["x"], ["y"], domain=ML, norm=norm)
+    x = rows()
+    x[3] = 0  # a zero row stays as it is
+    check_same(ml_model(node, [fx()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), {"x": x})
+
+
+def test_scaler_with_per_feature_and_single_values():
+    for offset, scale in (([0.5, -1, 2, 0], [2, 0.5, 1, 3]), ([1.5], [0.25])):
+        node = helper.make_node("Scaler", ["x"], ["y"], domain=ML, offset=offset, scale=scale)
+        check_same(ml_model(node, [fx()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+                   {"x": rows()})
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"])
+@pytest.mark.parametrize("targets", [1, 2])
+def test_linear_regressor(post, targets):
+    rng = np.random.default_rng(targets)
+    coef = rng.normal(size=targets * 4).tolist()
+    node = helper.make_node("LinearRegressor", ["x"], ["y"], domain=ML, coefficients=coef,
+                            intercepts=rng.normal(size=targets).tolist(), targets=targets, post_transform=post)
+    x = rows() * 0.1 if post == "PROBIT" else rows()
+    if post == "PROBIT":  # probit of values in (0, 1)
+        node = helper.make_node("LinearRegressor", ["x"], ["y"], domain=ML, coefficients=[c * 0.05 for c in coef],
+                                intercepts=[0.5] * targets, targets=targets, post_transform=post)
+    # onnxruntime's probit is a float32 approximation of erfinv (off by up to
+    # about 5e-4 near 0.5); Onyx's is exact to double precision
+    atol = 1e-3 if post == "PROBIT" else 1e-5
+    check_same(ml_model(node, [fx()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), {"x": x},
+               rtol=1e-5, atol=atol)
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
+@pytest.mark.parametrize("kind", ["multi_ints", "multi_strings", "binary_ints", "binary_strings", "one_column"])
+def test_linear_classifier(post, kind):
+    rng = np.random.default_rng(3)
+    classes = 1 if kind.startswith(("binary", "one")) else 3
+    attrs = dict(coefficients=rng.normal(size=classes * 4).tolist(), intercepts=rng.normal(size=classes).tolist(),
+                 post_transform=post)
+    n_labels = 2 if kind.startswith("binary") else (3 if classes == 3 else 1)
+    if kind.endswith("strings"):
+        attrs["classlabels_strings"] = ["a", "b", "c"][:n_labels]
+        label = helper.make_tensor_value_info("label", TensorProto.STRING, None)
+    else:
+        attrs["classlabels_ints"] = [5, 7, 9][:n_labels]
+        label = helper.make_tensor_value_info("label", TensorProto.INT64, None)
+    node = helper.make_node("LinearClassifier", ["x"], ["label", "scores"], domain=ML, **attrs)
+    if kind == "one_column":  # one coefficient row is binary: onnxruntime and Onyx both want 2 labels
+        m = ml_model(node, [fx()], [label, helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
+        with pytest.raises(Exception, match="2"):
+            ort_run(m.SerializeToString(), {"x": rows()})
+        with pytest.raises(onyx.OnyxError, match="needs 2 class labels"):
+            onyx.InferenceSession(m.SerializeToString()).run(None, {"x": rows()})
+        return
+    check_same(ml_model(node, [fx()], [label, helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)]),
+               {"x": rows()})
+
+
+def tree_attrs(prefix, ids_per_leaf, rng, as_tensor=False):
+    """Two trees of depth 2 on 4 features (node ids 0..6 each), leaf weights
+    for the ids in ids_per_leaf (a list per leaf: (id, weight))."""
+    a = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_values", "nodes_modes",
+                         "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true")}
+    w = {f"{prefix}_treeids": [], f"{prefix}_nodeids": [], f"{prefix}_ids": [], f"{prefix}_weights": []}
+    modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    leaf = 0
+    for t in range(2):
+        for nid in range(7):
+            a["nodes_treeids"].append(t)
+            a["nodes_nodeids"].append(nid)
+            if nid < 3:
+                a["nodes_featureids"].append(int(rng.integers(0, 4)))
+                a["nodes_values"].append(float(rng.normal()) * 0.5)
+                a["nodes_modes"].append(modes[(t * 3 + nid) % 4] if nid else "BRANCH_LEQ")
+                a["nodes_truenodeids"].append(2 * nid + 1)
+                a["nodes_falsenodeids"].append(2 * nid + 2)
+                a["nodes_missing_value_tracks_true"].append(int(nid == 0 and t == 0))
+            else:
+                a["nodes_featureids"].append(0)
+                a["nodes_values"].append(0.0)
+                a["nodes_modes"].append("LEAF")
+                a["nodes_truenodeids"].append(0)
+                a["nodes_falsenodeids"].append(0)
+                a["nodes_missing_value_tracks_true"].append(0)
+                for cid, weight in ids_per_leaf[leaf % len(ids_per_leaf)]:
+                    w[f"{prefix}_treeids"].append(t)
+                    w[f"{prefix}_nodeids"].append(nid)
+                    w[f"{prefix}_ids"].append(cid)
+                    w[f"{prefix}_weights"].append(weight)
+                leaf += 1
+    a.update(w)
+    if as_tensor:
+        for k in ("nodes_values", f"{prefix}_weights"):
+            a[k + "_as_tensor"] = helper.make_tensor(k, TensorProto.DOUBLE, [len(a[k])], a.pop(k))
+    return a
+
+
+@pytest.mark.parametrize("agg", ["SUM", "AVERAGE", "MIN", "MAX"])
+@pytest.mark.parametrize("targets,post", [(1, "NONE"), (2, "NONE"), (2, "SOFTMAX"), (3, "LOGISTIC")])
+def test_tree_ensemble_regressor(agg, targets, post):
+    rng = np.random.default_rng(7)
+    leaves = [[(k, float(rng.normal())) for k in range(targets) if (j + k) % 3] or [(0, 0.3)] for j in range(8)]
+    attrs = tree_attrs("target", leaves, rng)
+    base = [0.25 * (k + 1) for k in range(targets)]
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, n_targets=targets,
+                            aggregate_function=agg, post_transform=post, base_values=base, **attrs)
+    check_same(ml_model(node, [fx()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+               {"x": rows(nan=True)})
+
+
+def test_tree_ensemble_regressor_as_tensor_and_probit():
+    # double thresholds and weights (_as_tensor) take double inputs in onnxruntime
+    rng = np.random.default_rng(9)
+    attrs = tree_attrs("target", [[(0, 0.1)], [(0, 0.2)], [(0, 0.05)], [(0, 0.3)]], rng, as_tensor=True)
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, n_targets=1,
+                            post_transform="PROBIT", **attrs)
+    x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, 4])
+    check_same(ml_model(node, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+               {"x": rows().astype(np.float64)}, rtol=1e-5, atol=1e-3)
+
+
+CLASSIFIER_CASES = {
+    # name: (labels, leaves, base_values, post)
+    "multi": ([0, 1, 2], [[(0, 0.5), (1, 0.2)], [(2, 0.9)], [(1, 0.4), (2, 0.1)], [(0, 0.3)]], [0.1, 0.2, 0.3],
+              "SOFTMAX"),
+    "multi_logistic_no_base": ([3, 5, 8], [[(0, 0.5), (1, -0.2)], [(2, 0.9)], [(1, 0.4)], [(0, 0.3), (2, 0.2)]],
+                               [], "LOGISTIC"),
+    "binary_positive": ([0, 1], [[(1, 0.2)], [(1, 0.4)], [(1, 0.1)], [(1, 0.35)]], [], "NONE"),
+    "binary_mixed_logistic": ([0, 1], [[(1, -0.7)], [(1, 0.4)], [(1, 1.1)], [(1, -0.2)]], [], "LOGISTIC"),
+    "binary_mixed_base1": ([0, 1], [[(0, -0.7)], [(0, 0.4)], [(0, 1.1)], [(0, -0.2)]], [0.3], "LOGISTIC"),
+    "binary_two_columns": ([0, 1], [[(0, 0.7), (1, 0.3)], [(0, 0.2), (1, 0.8)]], [], "NONE"),
+    "binary_base2": ([0, 1], [[(1, -0.7)], [(1, 0.4)], [(1, 1.1)], [(1, -0.2)]], [0.0, -0.1], "LOGISTIC"),
+    "strings_multi": (["x", "y", "z"], [[(0, 0.5)], [(2, 0.9)], [(1, 0.4)], [(0, 0.3), (1, 0.6)]], [], "NONE"),
+    "strings_binary": (["no", "yes"], [[(1, 0.2)], [(1, 0.7)], [(1, 0.1)], [(1, 0.9)]], [], "NONE"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLASSIFIER_CASES))
+def test_tree_ensemble_classifier(case):
+    labels, leaves, base, post = CLASSIFIER_CASES[case]
+    rng = np.random.default_rng(11)
+    attrs = tree_attrs("class", leaves, rng)
+    if isinstance(labels[0], str):
+        attrs["classlabels_strings"] = labels
+        label = helper.make_tensor_value_info("label", TensorProto.STRING, None)
+    else:
+        attrs["classlabels_int64s"] = labels
+        label = helper.make_tensor_value_info("label", TensorProto.INT64, None)
+    if base:
+        attrs["base_values"] = base
+    node = helper.make_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], domain=ML, post_transform=post,
+                            **attrs)
+    check_same(ml_model(node, [fx()], [label, helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)]),
+               {"x": rows(nan=True)})
+
+
+def test_bad_trees_are_one_line_errors():
+    rng = np.random.default_rng(1)
+    attrs = tree_attrs("target", [[(0, 1.0)]], rng)
+    attrs["nodes_truenodeids"][0] = 42
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, n_targets=1, **attrs)
+    model = ml_model(node, [fx()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(onyx.OnyxError, match=r"true child 42") as e:
+        onyx.InferenceSession(model.SerializeToString()).run(None, {"x": rows()})
+    assert "\n" not in str(e.value) and "TreeEnsembleRegressor" in str(e.value)
+    attrs = tree_attrs("target", [[(0, 1.0)]], rng)
+    attrs["nodes_truenodeids"][1] = 0  # node 1 of tree 0 points back at the root
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, n_targets=1, **attrs)
+    model = ml_model(node, [fx()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(onyx.OnyxError, match=r"cycle|not reachable"):
+        onyx.InferenceSession(model.SerializeToString()).run(None, {"x": rows()})
+
+
+def test_negative_dim_value_is_an_unknown_dim():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3])
+    x.type.tensor_type.shape.dim[0].ClearField("dim_param")
+    x.type.tensor_type.shape.dim[0].dim_value = -1
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = onyx.InferenceSession(m.SerializeToString())
+    assert sess.get_inputs()[0].shape[0] is None
+    data = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": data})[0], np.maximum(data, 0))
+    with pytest.raises(onyx.OnyxError, match="axis 1"):
+        sess.run(None, {"x": np.zeros((2, 4), np.float32)})
