@@ -1,5 +1,6 @@
 // Imports of the ai.onnx.ml domain. Binarizer, ArrayFeatureExtractor, Scaler
 // and Normalizer are composites of registry ops, so they stay in the graph.
+// ZipMap makes a sequence of maps sharing their keys (OnnxValue::MapSequence).
 // LabelEncoder, TreeEnsemble, TreeEnsembleRegressor/Classifier and
 // LinearRegressor/Classifier are computed now from the input data with
 // c.value and emitted as constants: the graph built is valid for those input
@@ -849,6 +850,24 @@ ONYX_ONNX_IMPORT(kOnnxTreeEnsembleClassifier, "TreeEnsembleClassifier", 1).inDom
   const bool literal = C == 2 && !binaryCase && !labels.isString;
   c.setOutput(0, c.constant(labelTensor(labels, idx, literal)));
   c.setOutput(1, c.constant(floatMatrix(z, x.n, C)));
+});
+
+// ZipMap: each row of x [N, C] (float32) becomes a map from the class labels
+// (classlabels_int64s or classlabels_strings, C of them) to the row's values:
+// a sequence of N maps that share their keys. A 1-D x is one row.
+ONYX_ONNX_IMPORT(kOnnxZipMap, "ZipMap", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(x->value_type() == Type::float32, "input has element type ", x->value_type(), "; it must be float32");
+  c.check(x->shape().rank() == 1 || x->shape().rank() == 2, "input has shape ", x->shape(),
+          "; it must be [C] or [N, C]");
+  MlLabels labels = mlLabels(c, "classlabels_int64s", "classlabels_strings");
+  const int64_t C = x->shape()[x->shape().rank() - 1];
+  c.check(static_cast<int64_t>(labels.size()) == C, "there are ", labels.size(), " class labels for ", C,
+          " columns");
+  if(x->shape().rank() == 1) x = reshape(x, std::vector<int64_t>{1, C});
+  std::vector<int64_t> all(static_cast<size_t>(C));
+  for(int64_t k = 0; k < C; ++k) all[static_cast<size_t>(k)] = k;
+  c.setOutputValue(0, OnnxValue::map(c.constant(labelTensor(labels, all)), x, OnnxValue::Kind::MapSequence));
 });
 
 }  // namespace onyx

@@ -392,6 +392,8 @@ std::string ExportCtxImpl::where() const {
 std::vector<std::pair<Node*, std::string>> nameGraphNodes(const GraphSpec& spec) {
   ONYX_CHECK(spec.absentOutputs.empty(), "output '", spec.absentOutputs.empty() ? "" : spec.absentOutputs[0],
              "' is an absent optional; a graph file holds tensor and sequence outputs only");
+  ONYX_CHECK(spec.mapOutputs.empty(), "output '", spec.mapOutputs.empty() ? "" : spec.mapOutputs[0],
+             "' is a map (or a sequence of maps); exporting and saving maps is not supported yet");
   ONYX_CHECK(!spec.outputs.empty() || !spec.sequenceOutputs.empty(), "the graph has no outputs");
   ExpressionGraph* graph = nullptr;
   std::vector<Node*> stack;

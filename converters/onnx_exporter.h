@@ -35,6 +35,9 @@ struct GraphSpec {
   // Outputs of an imported model that are absent optionals: no graph file
   // holds one, so exporting or saving the spec fails naming them.
   std::vector<std::string> absentOutputs;
+  // Outputs of an imported model that are maps or sequences of maps
+  // (ZipMap's): not exported yet, so exporting or saving fails naming them.
+  std::vector<std::string> mapOutputs;
   // Input name -> one entry per axis: a symbolic dim name, or "" for a fixed dim.
   std::map<std::string, std::vector<std::string>> dimNames;
   std::string graphName = "onyx";

@@ -512,6 +512,8 @@ ImportedGraph importOnnxGraph(const OnnxModelFile& file, const std::map<std::str
       r.spec.outputs.emplace_back(o.name(), v.tensor);
     else if(v.kind == OnnxValue::Kind::Sequence)
       r.spec.sequenceOutputs.emplace_back(o.name(), GraphSpec::Sequence{v.sequence, v.elemType});
+    else if(v.kind == OnnxValue::Kind::Map || v.kind == OnnxValue::Kind::MapSequence)
+      r.spec.mapOutputs.push_back(o.name());
     else
       r.spec.absentOutputs.push_back(o.name());
   }

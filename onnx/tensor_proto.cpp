@@ -183,7 +183,11 @@ std::string describeOnnxType(const ::onnx::TypeProto& t) {
     }
     case ::onnx::TypeProto::kSequenceType: return "seq(" + describeOnnxType(t.sequence_type().elem_type()) + ")";
     case ::onnx::TypeProto::kOptionalType: return "optional(" + describeOnnxType(t.optional_type().elem_type()) + ")";
-    case ::onnx::TypeProto::kMapType: return "map";
+    case ::onnx::TypeProto::kMapType: {
+      int k = t.map_type().key_type();
+      return str("map(", k > 0 && k < kNumTypes ? typeName(static_cast<Type>(k)) : "?", ",",
+                 describeOnnxType(t.map_type().value_type()), ")");
+    }
     default: return "?";
   }
 }

@@ -1,4 +1,5 @@
 // onnx-run: runs an ONNX model on inputs from files and writes its outputs.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -8,6 +9,9 @@
 #include <CLI/CLI.hpp>
 
 #include "tool_common.h"
+
+#include <onyx/io/json.h>
+#include <onyx/io/npz.h>
 
 using namespace onyx;
 namespace fs = std::filesystem;
@@ -72,6 +76,8 @@ int main(int argc, char** argv) {
         if(v.kind == OnnxValue::Kind::Tensor) files.push_back(tools::outputFileName(o.name, ".npy"));
         for(size_t i = 0; v.kind == OnnxValue::Kind::Sequence && i < v.sequence.size(); ++i)
           files.push_back(tools::outputFileName(o.name, "_" + std::to_string(i) + ".npy"));
+        if(v.kind == OnnxValue::Kind::Map || v.kind == OnnxValue::Kind::MapSequence)
+          files.push_back(tools::outputFileName(o.name, ".json"));
         for(const auto& f : files) {
           auto it = taken.emplace(f, o.name);
           if(!it.second)
@@ -91,6 +97,31 @@ int main(int argc, char** argv) {
         for(size_t i = 0; i < v.sequence.size() && !outDir.empty(); ++i)
           tools::writeNpyAtomic((fs::path(outDir) / tools::outputFileName(o.name, "_" + std::to_string(i) + ".npy")).string(),
                                *v.sequence[i]);
+      } else if(v.kind == OnnxValue::Kind::Map || v.kind == OnnxValue::Kind::MapSequence) {
+        // JSON: a map is an object (keys as strings), a sequence of maps an
+        // array of them.
+        const bool seq = v.kind == OnnxValue::Kind::MapSequence;
+        const int64_t K = v.tensor->size(), n = seq ? (K ? v.mapValues->size() / K : 0) : 1;
+        std::cout << o.name << ": " << (seq ? str("sequence of ", n, " maps") : std::string("map")) << " ("
+                  << typeName(v.tensor->type()) << " -> " << typeName(v.mapValues->type()) << ", " << K << " keys)\n";
+        if(!outDir.empty()) {
+          auto number = [](double d) {
+            return std::isfinite(d) ? json::Value::number(d)
+                                    : json::Value::string(std::isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
+          };
+          json::Value maps = json::Value::array();
+          for(int64_t m = 0; m < n; ++m) {
+            json::Value obj = json::Value::object();
+            for(int64_t k = 0; k < K; ++k) {
+              std::string key = v.tensor->type() == Type::string ? v.tensor->strings()[static_cast<size_t>(k)]
+                                                                 : std::to_string(v.tensor->get<int64_t>(k));
+              obj.set(key, number(v.mapValues->getAsDouble(m * K + k)));
+            }
+            maps.push(obj);
+          }
+          io::writeFileAtomic((fs::path(outDir) / tools::outputFileName(o.name, ".json")).string(),
+                              (seq ? maps : maps.asArray("maps").at(0)).dump() + "\n");
+        }
       } else {
         std::cout << o.name << ": none\n";
       }

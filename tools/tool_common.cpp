@@ -43,6 +43,40 @@ HostValue fromSequence(const ::onnx::SequenceProto& s, const std::string& dir, c
   return HostValue::seq(std::move(v), et);
 }
 
+// A MapProto as (keys [K], values [K]): int64 or string keys, each value a
+// one-element tensor.
+std::pair<Tensor, Tensor> fromMap(const ::onnx::MapProto& m, const std::string& dir, const std::string& path) {
+  Tensor keys;
+  if(m.key_type() == static_cast<int>(Type::string)) {
+    keys = TensorBase::create(Shape{m.string_keys_size()}, Type::string);
+    for(int i = 0; i < m.string_keys_size(); ++i) keys->strings()[static_cast<size_t>(i)] = m.string_keys(i);
+  } else {
+    std::vector<int64_t> k(m.keys().begin(), m.keys().end());
+    keys = TensorBase::fromVector(Shape{static_cast<int64_t>(k.size())}, k);
+  }
+  const auto& vs = m.values();
+  if(vs.tensor_values_size() != keys->size())
+    throw Error(str(path, ": a map has ", keys->size(), " keys but ", vs.tensor_values_size(), " tensor values"));
+  Tensor values;
+  for(int i = 0; i < vs.tensor_values_size(); ++i) {
+    Tensor t = tensorFromOnnx(vs.tensor_values(i), dir, path);
+    if(t->size() != 1) throw Error(str(path, ": map value ", i, " has shape ", t->shape(), "; one element expected"));
+    if(!values) values = TensorBase::create(Shape{keys->size()}, t->type());
+    values->setFromDouble(i, t->getAsDouble(0));
+  }
+  if(!values) values = TensorBase::create(Shape{0}, Type::float32);
+  return {keys, values};
+}
+
+bool sameKeys(const TensorBase& a, const TensorBase& b) {
+  if(a.type() != b.type() || a.size() != b.size()) return false;
+  if(a.type() == Type::string)
+    return const_cast<TensorBase&>(a).strings() == const_cast<TensorBase&>(b).strings();
+  for(int64_t i = 0; i < a.size(); ++i)
+    if(a.getAsDouble(i) != b.getAsDouble(i)) return false;
+  return true;
+}
+
 }  // namespace
 
 HostValue readValueFile(const std::string& path, const ValueInfo* info) {
@@ -51,6 +85,35 @@ HostValue readValueFile(const std::string& path, const ValueInfo* info) {
   std::string dir = fs::path(path).parent_path().string();
   if(dir.empty()) dir = ".";
   std::string kind = info ? info->kind : "tensor";
+  if(kind == "map") {
+    ::onnx::MapProto m;
+    parse(m, bytes, path, "a MapProto");
+    auto kv = fromMap(m, dir, path);
+    return HostValue::map(kv.first, kv.second);
+  }
+  if(kind == "sequence_of_maps") {
+    ::onnx::SequenceProto s;
+    parse(s, bytes, path, "a SequenceProto");
+    if(s.tensor_values_size() || s.sequence_values_size() || s.optional_values_size())
+      throw Error(str(path, ": a sequence of maps holds maps only"));
+    Tensor keys, values;
+    const int64_t n = s.map_values_size();
+    for(int64_t i = 0; i < n; ++i) {
+      auto kv = fromMap(s.map_values(static_cast<int>(i)), dir, path);
+      if(!keys) {
+        keys = kv.first;
+        values = TensorBase::create(Shape{n, keys->size()}, kv.second->type());
+      } else if(!sameKeys(*keys, *kv.first)) {
+        throw Error(str(path, ": map ", i, " has other keys than map 0; sequences of maps with different keys are not supported"));
+      }
+      for(int64_t k = 0; k < keys->size(); ++k) values->setFromDouble(i * keys->size() + k, kv.second->getAsDouble(k));
+    }
+    if(!keys) {
+      keys = TensorBase::create(Shape{0}, info->keyType == Type::string ? Type::string : Type::int64);
+      values = TensorBase::create(Shape{0, 0}, info->type == Type::undefined ? Type::float32 : info->type);
+    }
+    return HostValue::map(keys, values, OnnxValue::Kind::MapSequence);
+  }
   if(kind == "sequence") {
     ::onnx::SequenceProto s;
     parse(s, bytes, path, "a SequenceProto");
@@ -162,11 +225,24 @@ std::string compareTensors(const TensorBase& want, const TensorBase& got, double
 std::string compareValues(const HostValue& want, const HostValue& got, double rtol, double atol) {
   if(want.kind != got.kind) {
     auto k = [](OnnxValue::Kind x) {
-      return x == OnnxValue::Kind::Tensor ? "tensor" : x == OnnxValue::Kind::Sequence ? "sequence" : "none";
+      switch(x) {
+        case OnnxValue::Kind::Tensor: return "tensor";
+        case OnnxValue::Kind::Sequence: return "sequence";
+        case OnnxValue::Kind::Map: return "map";
+        case OnnxValue::Kind::MapSequence: return "sequence of maps";
+        default: return "none";
+      }
     };
     return str("got a ", k(got.kind), ", expected a ", k(want.kind));
   }
   if(want.kind == OnnxValue::Kind::Tensor) return compareTensors(*want.tensor, *got.tensor, rtol, atol);
+  if(want.kind == OnnxValue::Kind::Map || want.kind == OnnxValue::Kind::MapSequence) {
+    std::string r = compareTensors(*want.tensor, *got.tensor, 0, 0);
+    if(!r.empty()) return "map keys: " + r;
+    r = compareTensors(*want.mapValues, *got.mapValues, rtol, atol);
+    if(!r.empty()) return "map values: " + r;
+    return "";
+  }
   if(want.kind == OnnxValue::Kind::Sequence) {
     if(want.sequence.size() != got.sequence.size())
       return str("sequence of ", got.sequence.size(), ", expected ", want.sequence.size());

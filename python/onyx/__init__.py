@@ -62,14 +62,21 @@ def ops():
 class NodeArg:
     """A model input or output as onnxruntime describes it: name, shape
     (ints, symbolic dims as strings, None where unknown) and type
-    ("tensor(float)", "seq(tensor(int64))", "optional(tensor(float))")."""
+    ("tensor(float)", "seq(tensor(int64))", "optional(tensor(float))",
+    "seq(map(int64,tensor(float)))")."""
 
     def __init__(self, info):
         self.name = info["name"]
         self.shape = info["shape"] if info["shape"] is not None else []
         elem = "tensor(%s)" % _ORT_TYPE.get(info["type"], info["type"])
         kind = info["kind"]
-        self.type = elem if kind == "tensor" else ("seq(%s)" % elem if kind == "sequence" else "optional(%s)" % elem)
+        if kind in ("map", "sequence_of_maps"):
+            elem = "map(%s,%s)" % (_ORT_TYPE.get(info["key_type"], info["key_type"]), elem)
+            self.type = elem if kind == "map" else "seq(%s)" % elem
+        elif kind == "tensor":
+            self.type = elem
+        else:
+            self.type = ("seq(%s)" if kind == "sequence" else "optional(%s)") % elem
         self.kind = kind
         self.onyx_type = info["describe"]
 
@@ -187,7 +194,7 @@ class InferenceSession:
         for name, v in input_feed.items():
             if self._kinds.get(name) == "sequence" and isinstance(v, (list, tuple)):
                 feeds[name] = [_array(name, e) for e in v]
-            elif v is None:
+            elif v is None or isinstance(v, dict):
                 feeds[name] = None
             else:
                 feeds[name] = _array(name, v)
@@ -207,7 +214,8 @@ class InferenceSession:
 
         Tensor outputs are numpy arrays over Onyx's buffers (no copy; each
         array owns its buffer); sequences are lists of arrays, absent
-        optionals None. Arrays support __dlpack__ (torch.from_dlpack).
+        optionals None, maps dicts and sequences of maps (ZipMap's) lists
+        of dicts, as onnxruntime gives them. A map input is a dict. Arrays support __dlpack__ (torch.from_dlpack).
         Raises onyx.OnyxError with a one-line message on bad input.
         """
         del run_options

@@ -171,8 +171,32 @@ Tensor stringTensor(const std::vector<std::string>& items, const std::vector<int
 // A value for a session input: an array, a string array (passed as
 // ("__strings__", items, shape) by the Python layer), a list (a sequence) or
 // None (an absent optional).
-HostValue hostValueOf(nb::handle v, const std::string& what) {
+HostValue hostValueOf(nb::handle v, const std::string& what, const ValueInfo* info = nullptr) {
   if(v.is_none()) return HostValue::none();
+  if(nb::isinstance<nb::dict>(v)) {
+    // A map: int or str keys, numbers as values (of the declared types).
+    nb::dict d = nb::borrow<nb::dict>(v);
+    const int64_t K = static_cast<int64_t>(d.size());
+    bool strKeys = K > 0 && nb::isinstance<nb::str>(d.keys()[0]);
+    if(info && info->keyType != Type::undefined) strKeys = info->keyType == Type::string;
+    Type vt = info && info->type != Type::undefined ? info->type : Type::float32;
+    Tensor keys = TensorBase::create(Shape{K}, strKeys ? Type::string : Type::int64);
+    Tensor values = TensorBase::create(Shape{K}, vt);
+    int64_t i = 0;
+    for(auto kv : d) {
+      if(strKeys) {
+        if(!nb::isinstance<nb::str>(kv.first)) throw Error(str(what, ": map keys must all be str"));
+        keys->strings()[static_cast<size_t>(i)] = nb::cast<std::string>(kv.first);
+      } else {
+        if(!nb::isinstance<nb::int_>(kv.first)) throw Error(str(what, ": map keys must all be int"));
+        keys->setFromDouble(i, static_cast<double>(nb::cast<int64_t>(kv.first)));
+      }
+      if(vt == Type::string) throw Error(str(what, ": maps with string values are not supported"));
+      values->setFromDouble(i, nb::cast<double>(kv.second));
+      ++i;
+    }
+    return HostValue::map(keys, values);
+  }
   if(nb::isinstance<nb::tuple>(v)) {
     nb::tuple tp = nb::borrow<nb::tuple>(v);
     if(tp.size() == 3 && nb::isinstance<nb::str>(tp[0]) && nb::cast<std::string>(tp[0]) == "__strings__")
@@ -195,8 +219,34 @@ HostValue hostValueOf(nb::handle v, const std::string& what) {
   return HostValue::of(tensorOf(a, what));
 }
 
+// A map's key k as a Python object (int or str).
+nb::object mapKey(const Tensor& keys, int64_t k) {
+  if(keys->type() == Type::string) return nb::str(keys->strings()[static_cast<size_t>(k)].c_str());
+  return nb::int_(keys->get<int64_t>(k));
+}
+
+nb::object mapValue(const Tensor& values, int64_t i) {
+  if(isFloat(values->type())) return nb::float_(values->getAsDouble(i));
+  return nb::int_(values->get<int64_t>(i));
+}
+
 nb::object pyValue(const HostValue& v) {
   switch(v.kind) {
+    case OnnxValue::Kind::Map: {
+      nb::dict d;
+      for(int64_t k = 0; k < v.tensor->size(); ++k) d[mapKey(v.tensor, k)] = mapValue(v.mapValues, k);
+      return d;
+    }
+    case OnnxValue::Kind::MapSequence: {
+      nb::list l;
+      const int64_t K = v.tensor->size(), n = K ? v.mapValues->size() / K : 0;
+      for(int64_t m = 0; m < n; ++m) {
+        nb::dict d;
+        for(int64_t k = 0; k < K; ++k) d[mapKey(v.tensor, k)] = mapValue(v.mapValues, m * K + k);
+        l.append(d);
+      }
+      return l;
+    }
     case OnnxValue::Kind::Tensor: return toNumpy(v.tensor);
     case OnnxValue::Kind::Sequence: {
       nb::list l;
@@ -235,6 +285,7 @@ nb::dict valueInfo(const ValueInfo& v) {
   d["name"] = v.name;
   d["kind"] = v.kind;
   d["type"] = v.type == Type::undefined ? std::string("undefined") : std::string(typeName(v.type));
+  d["key_type"] = v.keyType == Type::undefined ? std::string("") : std::string(typeName(v.keyType));
   if(v.hasShape) {
     nb::list shape;
     for(size_t i = 0; i < v.dims.size(); ++i) {
@@ -261,7 +312,10 @@ struct PySession {
     HostValues in;
     for(auto kv : feeds) {
       std::string name = nb::cast<std::string>(nb::str(kv.first));
-      in[name] = hostValueOf(kv.second, str(model->path(), ": input '", name, "'"));
+      const ValueInfo* info = nullptr;
+      for(const auto& i : model->inputs())
+        if(i.name == name) info = &i;
+      in[name] = hostValueOf(kv.second, str(model->path(), ": input '", name, "'"), info);
     }
     std::vector<std::string> names = outputs ? *outputs : std::vector<std::string>{};
     HostValues out;

@@ -28,19 +28,27 @@ namespace onyx {
 
 class ExpressionGraph;
 
-// A value flowing between ONNX nodes: a tensor, a sequence of tensors, or an
-// absent optional.
+// A value flowing between ONNX nodes: a tensor, a sequence of tensors, an
+// absent optional, a map or a sequence of maps.
 struct OnnxValue {
-  enum class Kind { Tensor, Sequence, None };
+  // Map: `tensor` holds the keys [K] (int64 or string) and `mapValues` the
+  // values [K]. MapSequence: N maps that share their keys (what ZipMap
+  // makes): `tensor` holds the keys [K] and `mapValues` the values [N, K],
+  // row n being map n's.
+  enum class Kind { Tensor, Sequence, None, Map, MapSequence };
   Kind kind = Kind::None;
   Expr tensor;
   std::vector<Expr> sequence;
+  Expr mapValues;
   Type elemType = Type::undefined;  // for empty sequences / typed None
   static OnnxValue of(Expr e) { OnnxValue v; v.kind = Kind::Tensor; v.tensor = e; return v; }
   static OnnxValue seq(std::vector<Expr> s, Type t = Type::undefined) {
     OnnxValue v; v.kind = Kind::Sequence; v.sequence = std::move(s); v.elemType = t; return v;
   }
   static OnnxValue none(Type t = Type::undefined) { OnnxValue v; v.elemType = t; return v; }
+  static OnnxValue map(Expr keys, Expr values, Kind k = Kind::Map) {
+    OnnxValue v; v.kind = k; v.tensor = keys; v.mapValues = values; return v;
+  }
 };
 
 class OnnxImportCtx {

@@ -63,8 +63,64 @@ std::string readFile(const std::string& path) {
 
 }  // namespace
 
+// Strings as numpy's fixed-width unicode ('<U<n>': n UTF-32LE code points
+// per element, NUL-padded). UTF-8 in, UTF-8 out; a byte that is not valid
+// UTF-8 travels as U+DC80 + byte (Python's surrogateescape), so nothing is lost.
+std::vector<uint32_t> utf8ToCodePoints(const std::string& s) {
+  std::vector<uint32_t> cps;
+  for(size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    bool ok = len > 0 && i + static_cast<size_t>(len) <= s.size();
+    for(int k = 1; ok && k < len; ++k) {
+      auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      ok = (cc >> 6) == 2;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if(ok && len > 1) ok = cp >= (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) && cp <= 0x10ffff &&
+                           !(cp >= 0xd800 && cp <= 0xdfff);
+    if(!ok) {
+      cps.push_back(0xdc00u + c);
+      ++i;
+    } else {
+      cps.push_back(cp);
+      i += static_cast<size_t>(len);
+    }
+  }
+  return cps;
+}
+
+void appendUtf8(std::string& out, uint32_t cp) {
+  if(cp >= 0xdc80 && cp <= 0xdcff) out += static_cast<char>(cp - 0xdc00);  // an escaped byte
+  else if(cp < 0x80) out += static_cast<char>(cp);
+  else if(cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if(cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
 std::string npyBytes(const TensorBase& t) {
-  const char* descr = npyDescr(t.type());
+  std::string unicode;
+  std::vector<std::vector<uint32_t>> cps;
+  size_t width = 1;
+  if(t.type() == Type::string) {
+    for(const auto& e : const_cast<TensorBase&>(t).strings()) {
+      cps.push_back(utf8ToCodePoints(e));
+      width = std::max(width, cps.back().size());
+    }
+    unicode = "<U" + std::to_string(width);
+  }
+  const char* descr = t.type() == Type::string ? unicode.c_str() : npyDescr(t.type());
   ONYX_CHECK(descr, "cannot store a tensor of type ", t.type(), " in .npy");
   std::string shape = "(";
   for(auto d : t.shape().dims()) shape += std::to_string(d) + ",";
@@ -78,6 +134,11 @@ std::string npyBytes(const TensorBase& t) {
   std::string out("\x93NUMPY\x01\x00", 8);
   put16(out, static_cast<uint32_t>(header.size()));
   out += header;
+  if(t.type() == Type::string) {
+    for(const auto& e : cps)
+      for(size_t k = 0; k < width; ++k) put32(out, k < e.size() ? e[k] : 0);
+    return out;
+  }
   // A tensor on a GPU (params, optimizer state) is read through a host copy.
   Tensor host = t.onHost() ? Tensor() : t.hostCopy();
   const TensorBase& h = host ? *host : t;
@@ -103,7 +164,19 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
   size_t p = h.find('\'', field("descr"));
   ONYX_CHECK(p != std::string::npos, where, ": malformed .npy descr");
   std::string descr = h.substr(p + 1, h.find('\'', p + 1) - p - 1);
-  Type type = typeFromDescr(descr, where);
+  size_t width = 0;
+  const bool unicode = descr.size() > 2 && descr.compare(0, 2, "<U") == 0;
+  if(unicode) {
+    try {
+      size_t used = 0;
+      width = std::stoul(descr.substr(2), &used);
+      ONYX_CHECK(used == descr.size() - 2 && width > 0 && width < (size_t(1) << 24), where,
+                 ": unsupported npy dtype '", descr, "'");
+    } catch(const std::logic_error&) {
+      fail(where, ": unsupported npy dtype '", descr, "'");
+    }
+  }
+  Type type = unicode ? Type::string : typeFromDescr(descr, where);
   size_t fo = field("fortran_order");
   ONYX_CHECK(h.compare(h.find_first_not_of(' ', fo), 5, "False") == 0, where,
              ": Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
@@ -122,13 +195,28 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
   }
   Shape shape(dims);
   Tensor t = TensorBase::create(shape, type);
+  if(unicode) {
+    const size_t n = static_cast<size_t>(t->size());
+    ONYX_CHECK(b.size() - hoff - hlen == n * width * 4, where, ": .npy data has ", b.size() - hoff - hlen,
+               " bytes but shape ", shape, " of <U", width, " needs ", n * width * 4);
+    size_t o = hoff + hlen;
+    for(size_t i = 0; i < n; ++i) {
+      std::string& e = t->strings()[i];
+      for(size_t k = 0; k < width; ++k, o += 4) {
+        uint32_t cp = get32(b, o);
+        ONYX_CHECK(cp <= 0x10ffff, where, ": element ", i, " holds code point ", cp, ", beyond Unicode");
+        if(cp) appendUtf8(e, cp);
+      }
+    }
+    return t;
+  }
   ONYX_CHECK(b.size() - hoff - hlen == t->bytes(), where, ": .npy data has ", b.size() - hoff - hlen,
              " bytes but shape ", shape, " of ", type, " needs ", t->bytes());
   std::memcpy(t->raw(), b.data() + hoff + hlen, t->bytes());
   return t;
 }
 
-bool npyStorable(Type t) { return npyDescr(t) != nullptr; }
+bool npyStorable(Type t) { return t == Type::string || npyDescr(t) != nullptr; }
 
 std::vector<std::string> removeStaleTemporaries(const std::string& path) {
   namespace fs = std::filesystem;

@@ -18,6 +18,10 @@ std::string ValueInfo::describe() const {
     }
     s += "]";
   }
+  if(kind == "map" || kind == "sequence_of_maps") {
+    s = str("map(", keyType == Type::undefined ? "?" : typeName(keyType), ",", s, ")");
+    return kind == "map" ? s : "seq(" + s + ")";
+  }
   if(kind != "tensor") s = kind + "(" + s + ")";
   return s;
 }
@@ -30,7 +34,17 @@ ValueInfo toInfo(const ::onnx::ValueInfoProto& v) {
   const auto& t = v.type();
   i.type = onnxElemType(t);
   const ::onnx::TypeProto* tt = &t;
-  if(t.has_sequence_type()) {
+  auto mapOf = [&](const ::onnx::TypeProto& m) {
+    i.keyType = static_cast<Type>(m.map_type().key_type());
+    i.type = onnxElemType(m.map_type().value_type());
+  };
+  if(t.has_sequence_type() && t.sequence_type().elem_type().has_map_type()) {
+    i.kind = "sequence_of_maps";
+    mapOf(t.sequence_type().elem_type());
+  } else if(t.has_map_type()) {
+    i.kind = "map";
+    mapOf(t);
+  } else if(t.has_sequence_type()) {
     i.kind = "sequence";
     tt = &t.sequence_type().elem_type();
   } else if(t.has_optional_type()) {
@@ -123,6 +137,8 @@ std::map<std::string, OnnxValue> graphInputs(ExpressionGraph& g, const Model& mo
       std::vector<Expr> s;
       for(const Tensor& t : v.sequence) s.push_back(g.constant(t));
       in[kv.first] = OnnxValue::seq(std::move(s), v.elemType);
+    } else if(v.kind == OnnxValue::Kind::Map || v.kind == OnnxValue::Kind::MapSequence) {
+      in[kv.first] = OnnxValue::map(g.constant(v.tensor), g.constant(v.mapValues), v.kind);
     } else {
       in[kv.first] = OnnxValue::none(v.elemType);
     }

@@ -25,8 +25,9 @@ class ExpressionGraph;
 // A graph input or output as the model declares it.
 struct ValueInfo {
   std::string name;
-  std::string kind = "tensor";      // "tensor", "sequence", "optional"
-  Type type = Type::undefined;      // element type (of the tensor / sequence elements)
+  std::string kind = "tensor";      // "tensor", "sequence", "optional", "map", "sequence_of_maps"
+  Type type = Type::undefined;      // element type (of the tensor / sequence elements / map values)
+  Type keyType = Type::undefined;   // maps: the key type (int64 or string)
   std::vector<int64_t> dims;        // -1 for a symbolic or unknown dim
   std::vector<std::string> dimNames;  // symbolic names ("" if none)
   bool hasShape = false;
@@ -65,10 +66,13 @@ private:
 };
 
 // A value passed to or returned by a session: a tensor, a sequence of
-// tensors, or an absent optional (host memory).
+// tensors, an absent optional, a map (keys in `tensor`, values in
+// `mapValues`, both [K]) or a sequence of maps sharing their keys (keys [K],
+// values [N, K]) (host memory).
 struct HostValue {
   OnnxValue::Kind kind = OnnxValue::Kind::None;
   Tensor tensor;
+  Tensor mapValues;
   std::vector<Tensor> sequence;
   Type elemType = Type::undefined;
   static HostValue of(Tensor t) { HostValue v; v.kind = OnnxValue::Kind::Tensor; v.tensor = std::move(t); return v; }
@@ -76,6 +80,9 @@ struct HostValue {
     HostValue v; v.kind = OnnxValue::Kind::Sequence; v.sequence = std::move(s); v.elemType = t; return v;
   }
   static HostValue none(Type t = Type::undefined) { HostValue v; v.elemType = t; return v; }
+  static HostValue map(Tensor keys, Tensor values, OnnxValue::Kind k = OnnxValue::Kind::Map) {
+    HostValue v; v.kind = k; v.tensor = std::move(keys); v.mapValues = std::move(values); return v;
+  }
 };
 using HostValues = std::map<std::string, HostValue>;
 

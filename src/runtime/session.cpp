@@ -72,6 +72,9 @@ HostValue toHost(const OnnxValue& v, ExpressionGraph& g) {
       for(const Expr& e : v.sequence) s.push_back(copyOut(g.value(e)));
       return HostValue::seq(std::move(s), v.elemType);
     }
+    case OnnxValue::Kind::Map:
+    case OnnxValue::Kind::MapSequence:
+      return HostValue::map(copyOut(g.value(v.tensor)), copyOut(g.value(v.mapValues)), v.kind);
     default: return HostValue::none(v.elemType);
   }
 }
@@ -112,7 +115,8 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     fresh->reusable = !key.empty() && !fresh->imported.valueDependent;
     std::vector<Expr> kept;
     for(auto& kv : fresh->imported.outputs) {
-      if(kv.second.kind == OnnxValue::Kind::Tensor) kept.push_back(kv.second.tensor);
+      if(kv.second.kind != OnnxValue::Kind::Sequence && kv.second.tensor) kept.push_back(kv.second.tensor);
+      if(kv.second.mapValues) kept.push_back(kv.second.mapValues);
       for(Expr& e : kv.second.sequence) kept.push_back(e);
     }
     for(Expr& e : kept) e->keepValue();

@@ -319,3 +319,127 @@ def test_negative_dim_value_is_an_unknown_dim():
     np.testing.assert_array_equal(sess.run(None, {"x": data})[0], np.maximum(data, 0))
     with pytest.raises(onyx.OnyxError, match="axis 1"):
         sess.run(None, {"x": np.zeros((2, 4), np.float32)})
+
+
+# ---- ZipMap: sequences of maps ----
+
+@pytest.mark.parametrize("name", ["scaler_logreg", "random_forest_strings", "gradient_boosting_binary"])
+def test_zipmap_outputs_are_lists_of_dicts_as_in_onnxruntime(name):
+    from skl2onnx import to_onnx
+
+    est, x, y = sklearn_models()[name]
+    x = x.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x, y)
+        model = to_onnx(est, x[:1], target_opset={"": 17, ML: 3})  # the converter's default: ZipMap
+    assert "ZipMap" in {n.op_type for n in model.graph.node}
+    data = model.SerializeToString()
+    feeds = {model.graph.input[0].name: x[:12]}
+    want = ort_run(data, feeds)
+    sess = onyx.InferenceSession(data)
+    got = sess.run(None, feeds)
+    assert sess.get_outputs()[1].type == ort.InferenceSession(data).get_outputs()[1].type
+    assert got[0].tolist() == want[0].tolist()
+    assert isinstance(got[1], list) and len(got[1]) == 12
+    for g, w in zip(got[1], want[1]):
+        assert list(g) == list(w)  # the same keys (int or str), in order
+        np.testing.assert_allclose(list(g.values()), list(w.values()), rtol=1e-5, atol=1e-6)
+
+
+def test_onnx_run_writes_maps_as_json(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    from skl2onnx import to_onnx
+
+    est, x, y = sklearn_models()["logreg_strings"]
+    x = x.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x, y)
+        model = to_onnx(est, x[:1], target_opset={"": 17, ML: 3})
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    np.save(tmp_path / "x.npy", x[:3])
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "tools"))
+    out = tmp_path / "out"
+    name = model.graph.input[0].name
+    r = subprocess.run([os.path.join(bin_dir, "onnx-run"), str(path), "--input", f"{name}={tmp_path / 'x.npy'}",
+                        "--output-dir", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    prob_name = model.graph.output[1].name
+    assert "sequence of 3 maps (string -> float32, 3 keys)" in r.stdout
+    labels = np.load(out / f"{model.graph.output[0].name}.npy")  # strings as numpy's unicode dtype
+    assert labels.dtype.kind == "U" and labels.tolist() == est.predict(x[:3]).tolist()
+    maps = json.loads((out / f"{prob_name}.json").read_text())
+    want = ort_run(model.SerializeToString(), {name: x[:3]})[1]
+    assert [list(m) for m in maps] == [list(w) for w in want]
+    for m, w in zip(maps, want):
+        np.testing.assert_allclose(list(m.values()), list(w.values()), rtol=1e-5)
+
+
+def test_onnx_run_reads_and_writes_string_npy(tmp_path):
+    import os
+    import subprocess
+
+    g = helper.make_graph([helper.make_node("Identity", ["s"], ["t"])], "g",
+                          [helper.make_tensor_value_info("s", TensorProto.STRING, [None])],
+                          [helper.make_tensor_value_info("t", TensorProto.STRING, [None])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(tmp_path / "id.onnx"))
+    words = np.array(["", "a", "héllo wörld", "日本語", "🙂x"])
+    np.save(tmp_path / "s.npy", words)
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "tools"))
+    r = subprocess.run([os.path.join(bin_dir, "onnx-run"), str(tmp_path / "id.onnx"), "--input",
+                        f"s={tmp_path / 's.npy'}", "--output-dir", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert np.load(tmp_path / "out" / "t.npy").tolist() == words.tolist()
+
+
+def test_onnx_run_checks_expected_sequences_of_maps(tmp_path):
+    """A test_data_set whose expected ZipMap output is a SequenceProto of
+    MapProto: onnx-run --test-data reads it by the declared type, matches
+    onnxruntime's values, and reports a changed value."""
+    import os
+    import subprocess
+
+    from onnx import numpy_helper
+    from skl2onnx import to_onnx
+
+    est, x, y = sklearn_models()["scaler_logreg"]
+    x = x.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x, y)
+        model = to_onnx(est, x[:1], target_opset={"": 17, ML: 3})
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    name = model.graph.input[0].name
+    labels, probs = ort_run(model.SerializeToString(), {name: x[:4]})
+
+    def write_set(folder, probs):
+        folder.mkdir()
+        (folder / "input_0.pb").write_bytes(numpy_helper.from_array(x[:4], name).SerializeToString())
+        (folder / "output_0.pb").write_bytes(numpy_helper.from_array(labels).SerializeToString())
+        maps = [helper.make_map("", TensorProto.INT64, list(p.keys()),
+                                helper.make_sequence("", onnx.SequenceProto.TENSOR,
+                                                     [numpy_helper.from_array(np.array(v, np.float32))
+                                                      for v in p.values()]))
+                for p in probs]
+        seq = helper.make_sequence("", onnx.SequenceProto.MAP, maps)
+        (folder / "output_1.pb").write_bytes(seq.SerializeToString())
+
+    write_set(tmp_path / "test_data_set_0", probs)
+    bad = [dict(p) for p in probs]
+    bad[2][1] += 0.25
+    write_set(tmp_path / "test_data_set_1", bad)
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "tools"))
+    run = os.path.join(bin_dir, "onnx-run")
+    r = subprocess.run([run, str(tmp_path / "model.onnx"), "--test-data", str(tmp_path / "test_data_set_0")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "outputs match" in r.stdout
+    r = subprocess.run([run, str(tmp_path / "model.onnx"), "--test-data", str(tmp_path / "test_data_set_1")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "map values" in r.stderr, r.stderr
