@@ -1,8 +1,11 @@
-// Imports of the ai.onnx.ml domain. Binarizer, ArrayFeatureExtractor, Scaler
-// and Normalizer are composites of registry ops, so they stay in the graph.
+// Imports of the ai.onnx.ml domain. Binarizer, ArrayFeatureExtractor, Scaler,
+// Normalizer and Imputer are composites of registry ops, so they stay in the
+// graph.
 // ZipMap makes a sequence of maps sharing their keys (OnnxValue::MapSequence).
-// LabelEncoder, TreeEnsemble, TreeEnsembleRegressor/Classifier and
-// LinearRegressor/Classifier are computed now from the input data with
+// LabelEncoder, CategoryMapper, OneHotEncoder, FeatureVectorizer,
+// DictVectorizer, CastMap, TreeEnsemble, TreeEnsembleRegressor/Classifier,
+// LinearRegressor/Classifier and SVMRegressor/Classifier are computed now
+// from the input data with
 // c.value and emitted as constants: the graph built is valid for those input
 // values only, and a session rebuilds it per run. The predictors follow
 // onnxruntime's semantics where the spec is silent (the binary cases of the
@@ -13,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -868,6 +872,491 @@ ONYX_ONNX_IMPORT(kOnnxZipMap, "ZipMap", 1).inDomain(kMl).importer([](OnnxImportC
   std::vector<int64_t> all(static_cast<size_t>(C));
   for(int64_t k = 0; k < C; ++k) all[static_cast<size_t>(k)] = k;
   c.setOutputValue(0, OnnxValue::map(c.constant(labelTensor(labels, all)), x, OnnxValue::Kind::MapSequence));
+});
+
+// ---- encoders and vectorizers ----
+
+namespace {
+
+// The map input i (a Map value) as (keys, values) host tensors.
+std::pair<Tensor, Tensor> mlMapInput(OnnxImportCtx& c, size_t i) {
+  OnnxValue v = c.inputValue(i);
+  c.check(v.kind == OnnxValue::Kind::Map, "input ", i, " must be a map");
+  return {c.valueOf(v.tensor), c.valueOf(v.mapValues)};
+}
+
+std::string keyText(const Tensor& keys, int64_t k) {
+  return keys->type() == Type::string ? keys->strings()[static_cast<size_t>(k)] : std::to_string(keys->get<int64_t>(k));
+}
+
+}  // namespace
+
+// Imputer: elements equal to the replaced value (replaced_value_float, NaN
+// matching NaN; replaced_value_int64 for int64 inputs) become the imputed
+// value of their feature (imputed_value_floats / _int64s: one, or one per
+// feature along the last axis).
+ONYX_ONNX_IMPORT(kOnnxImputer, "Imputer", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  const bool isInt = x->value_type() == Type::int64;
+  c.check(isInt || x->value_type() == Type::float32 || x->value_type() == Type::float64, "input has element type ",
+          x->value_type(), "; it must be float32, float64 or int64");
+  c.check(x->shape().rank() >= 1, "input is a scalar; it needs a feature axis");
+  const int64_t F = x->shape()[x->shape().rank() - 1];
+  std::vector<double> imputed;
+  if(isInt) {
+    for(auto v : c.attrInts("imputed_value_int64s")) imputed.push_back(static_cast<double>(v));
+    c.ignoreAttr("imputed_value_floats");
+  } else {
+    imputed = c.attrFloats("imputed_value_floats");
+    c.ignoreAttr("imputed_value_int64s");
+  }
+  double replaced = isInt ? static_cast<double>(c.attrInt("replaced_value_int64", 0))
+                          : c.attrFloat("replaced_value_float", 0.0);
+  if(isInt) c.ignoreAttr("replaced_value_float");
+  else c.ignoreAttr("replaced_value_int64");
+  c.check(imputed.size() == 1 || static_cast<int64_t>(imputed.size()) == F, "there are ", imputed.size(),
+          " imputed values for ", F, " features (1 or one per feature)");
+  Tensor iv = TensorBase::create(Shape{static_cast<int64_t>(imputed.size())}, x->value_type());
+  for(size_t i = 0; i < imputed.size(); ++i) iv->setFromDouble(static_cast<int64_t>(i), imputed[i]);
+  Expr hit = std::isnan(replaced) ? is_nan(x) : eq(x, replaced);
+  c.setOutput(0, where(hit, c.constant(iv), x));
+});
+
+// CategoryMapper: strings to int64 (cats_strings[i] -> cats_int64s[i],
+// others default_int64) or int64 to strings (others default_string).
+ONYX_ONNX_IMPORT(kOnnxCategoryMapper, "CategoryMapper", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  Tensor x = c.value(0);
+  std::vector<std::string> cs = c.attrStrings("cats_strings");
+  std::vector<int64_t> ci = c.attrInts("cats_int64s");
+  c.check(cs.size() == ci.size(), "cats_strings has ", cs.size(), " entries but cats_int64s ", ci.size());
+  int64_t defInt = c.attrInt("default_int64", -1);
+  std::string defStr = c.attrString("default_string", "_Unused");
+  const int64_t n = x->size();
+  if(x->type() == Type::string) {
+    std::map<std::string, int64_t> table;
+    for(size_t i = 0; i < cs.size(); ++i) table.emplace(cs[i], ci[i]);
+    Tensor y = TensorBase::create(x->shape(), Type::int64);
+    for(int64_t i = 0; i < n; ++i) {
+      auto it = table.find(x->strings()[static_cast<size_t>(i)]);
+      y->setFromDouble(i, static_cast<double>(it == table.end() ? defInt : it->second));
+    }
+    c.setOutput(0, c.constant(y));
+    return;
+  }
+  c.check(x->type() == Type::int64, "input has element type ", x->type(), "; it must be string or int64");
+  std::map<int64_t, std::string> table;
+  for(size_t i = 0; i < cs.size(); ++i) table.emplace(ci[i], cs[i]);
+  Tensor y = TensorBase::create(x->shape(), Type::string);
+  for(int64_t i = 0; i < n; ++i) {
+    auto it = table.find(x->get<int64_t>(i));
+    y->strings()[static_cast<size_t>(i)] = it == table.end() ? defStr : it->second;
+  }
+  c.setOutput(0, c.constant(y));
+});
+
+// OneHotEncoder: each element (int64, or float truncated to int64, or a
+// string) becomes a one-hot vector over the categories (cats_int64s or
+// cats_strings): y [.., C] float32. An unknown value gives zeros, or an
+// error with zeros = 0.
+ONYX_ONNX_IMPORT(kOnnxOneHotEncoder, "OneHotEncoder", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  Tensor x = c.value(0);
+  std::vector<int64_t> ci = c.attrInts("cats_int64s");
+  std::vector<std::string> cs = c.attrStrings("cats_strings");
+  c.check(ci.empty() != cs.empty(), "exactly one of cats_int64s and cats_strings must be given");
+  const bool zeros = c.attrInt("zeros", 1) != 0;
+  const bool strs = x->type() == Type::string;
+  c.check(strs == !cs.empty(), strs ? "string input needs cats_strings" : "numeric input needs cats_int64s");
+  const int64_t C = static_cast<int64_t>(strs ? cs.size() : ci.size());
+  std::map<std::string, int64_t> sIdx;
+  std::map<int64_t, int64_t> iIdx;
+  for(int64_t k = 0; k < C; ++k) {
+    if(strs) sIdx.emplace(cs[static_cast<size_t>(k)], k);
+    else iIdx.emplace(ci[static_cast<size_t>(k)], k);
+  }
+  std::vector<int64_t> dims(x->shape().dims().begin(), x->shape().dims().end());
+  dims.push_back(C);
+  const int64_t n = x->size();
+  std::vector<float> y(static_cast<size_t>(n * C), 0.f);
+  for(int64_t i = 0; i < n; ++i) {
+    int64_t k = -1;
+    if(strs) {
+      auto it = sIdx.find(x->strings()[static_cast<size_t>(i)]);
+      if(it != sIdx.end()) k = it->second;
+    } else {
+      double v = x->getAsDouble(i);
+      auto it = std::isfinite(v) ? iIdx.find(static_cast<int64_t>(v)) : iIdx.end();
+      if(it != iIdx.end()) k = it->second;
+    }
+    if(k < 0) {
+      c.check(zeros, "element ", i, " is not one of the categories (and zeros = 0)");
+      continue;
+    }
+    y[static_cast<size_t>(i * C + k)] = 1.f;
+  }
+  c.setOutput(0, c.constant(TensorBase::fromVector(Shape(dims), y)));
+});
+
+// FeatureVectorizer: the inputs (each [N, Ci] or [N]) side by side, each
+// cut or zero-padded to its inputdimensions entry: y [N, sum] float32.
+ONYX_ONNX_IMPORT(kOnnxFeatureVectorizer, "FeatureVectorizer", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  std::vector<int64_t> dimsIn = c.attrInts("inputdimensions");
+  c.check(dimsIn.size() == c.numInputs(), "inputdimensions has ", dimsIn.size(), " entries for ", c.numInputs(),
+          " inputs");
+  std::vector<Tensor> xs;
+  int64_t N = -1, total = 0;
+  for(size_t i = 0; i < c.numInputs(); ++i) {
+    Tensor x = c.value(i);
+    c.check(x->type() != Type::string && x->type() != Type::boolean, "input ", i, " has element type ", x->type(),
+            "; it must be numeric");
+    c.check(x->shape().rank() >= 1, "input ", i, " is a scalar");
+    int64_t n = x->shape().rank() == 1 ? 1 : x->shape()[0];
+    c.check(N < 0 || n == N, "input ", i, " has ", n, " rows, input 0 has ", N);
+    c.check(dimsIn[i] >= 0, "inputdimensions[", i, "] is negative");
+    N = n;
+    total += dimsIn[i];
+    xs.push_back(x);
+  }
+  std::vector<float> y(static_cast<size_t>(std::max<int64_t>(N, 0) * total), 0.f);
+  int64_t off = 0;
+  for(size_t i = 0; i < xs.size(); ++i) {
+    const int64_t cols = xs[i]->size() / std::max<int64_t>(N, 1), take = std::min(cols, dimsIn[i]);
+    for(int64_t r = 0; r < N; ++r)
+      for(int64_t k = 0; k < take; ++k)
+        y[static_cast<size_t>(r * total + off + k)] = static_cast<float>(xs[i]->getAsDouble(r * cols + k));
+    off += dimsIn[i];
+  }
+  c.setOutput(0, c.constant(TensorBase::fromVector(Shape{std::max<int64_t>(N, 0), total}, y)));
+});
+
+// DictVectorizer: a map's values at the positions of its keys in the
+// vocabulary (string_vocabulary or int64_vocabulary): y [1, V] of the map's
+// value type, 0 (or "") where a word is absent.
+ONYX_ONNX_IMPORT(kOnnxDictVectorizer, "DictVectorizer", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  auto [keys, values] = mlMapInput(c, 0);
+  std::vector<std::string> sv = c.attrStrings("string_vocabulary");
+  std::vector<int64_t> iv = c.attrInts("int64_vocabulary");
+  c.check(sv.empty() != iv.empty(), "exactly one of string_vocabulary and int64_vocabulary must be given");
+  const bool strs = !sv.empty();
+  c.check(strs == (keys->type() == Type::string), "the map's keys are ", keys->type(), " but the vocabulary is ",
+          strs ? "strings" : "int64");
+  const int64_t V = static_cast<int64_t>(strs ? sv.size() : iv.size());
+  Tensor y = TensorBase::create(Shape{1, V}, values->type());
+  if(values->type() != Type::string) y->set(0.0);
+  std::map<std::string, int64_t> at;
+  for(int64_t k = 0; k < V; ++k)
+    at.emplace(strs ? sv[static_cast<size_t>(k)] : std::to_string(iv[static_cast<size_t>(k)]), k);
+  for(int64_t k = 0; k < keys->size(); ++k) {
+    auto it = at.find(keyText(keys, k));
+    if(it == at.end()) continue;
+    if(values->type() == Type::string)
+      y->strings()[static_cast<size_t>(it->second)] = values->strings()[static_cast<size_t>(k)];
+    else y->setFromDouble(it->second, values->getAsDouble(k));
+  }
+  c.setOutput(0, c.constant(y));
+});
+
+// CastMap: a map from int64 keys to a tensor [1, K] in key order (map_form
+// DENSE), or [1, max_map] with each value at its key and the rest 0 or
+// "_Unused" (SPARSE); cast_to TO_FLOAT, TO_STRING or TO_INT64.
+ONYX_ONNX_IMPORT(kOnnxCastMap, "CastMap", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  auto [keys, values] = mlMapInput(c, 0);
+  c.check(keys->type() == Type::int64, "the map's keys are ", keys->type(), "; CastMap takes int64 keys");
+  std::string to = c.attrString("cast_to", "TO_FLOAT"), form = c.attrString("map_form", "DENSE");
+  int64_t maxMap = c.attrInt("max_map", 1);
+  Type t = to == "TO_FLOAT" ? Type::float32 : to == "TO_STRING" ? Type::string : to == "TO_INT64" ? Type::int64
+                                                                                                 : Type::undefined;
+  c.check(t != Type::undefined, "cast_to must be TO_FLOAT, TO_STRING or TO_INT64, got '", to, "'");
+  c.check(form == "DENSE" || form == "SPARSE", "map_form must be DENSE or SPARSE, got '", form, "'");
+  std::vector<std::pair<int64_t, int64_t>> order;  // (key, position in the map)
+  for(int64_t k = 0; k < keys->size(); ++k) order.emplace_back(keys->get<int64_t>(k), k);
+  std::sort(order.begin(), order.end());
+  const bool sparse = form == "SPARSE";
+  c.check(!sparse || maxMap >= 1, "max_map must be positive for SPARSE, got ", maxMap);
+  const int64_t width = sparse ? maxMap : static_cast<int64_t>(order.size());
+  Tensor y = TensorBase::create(Shape{1, width}, t);
+  if(t == Type::string) {
+    for(auto& e : y->strings()) e = "_Unused";
+  } else {
+    y->set(0.0);
+  }
+  auto put = [&](int64_t at, int64_t k) {
+    if(t == Type::string) {
+      if(values->type() == Type::string) y->strings()[static_cast<size_t>(at)] = values->strings()[static_cast<size_t>(k)];
+      else {
+        std::ostringstream o;
+        o << values->getAsDouble(k);
+        y->strings()[static_cast<size_t>(at)] = o.str();
+      }
+    } else if(values->type() == Type::string) {
+      const std::string& s = values->strings()[static_cast<size_t>(k)];
+      char* end = nullptr;
+      double d = std::strtod(s.c_str(), &end);
+      c.check(end && *end == 0 && !s.empty(), "map value '", s, "' is not a number");
+      y->setFromDouble(at, d);
+    } else {
+      y->setFromDouble(at, values->getAsDouble(k));
+    }
+  };
+  for(size_t i = 0; i < order.size(); ++i) {
+    if(sparse) {
+      if(order[i].first >= 0 && order[i].first < maxMap) put(order[i].first, order[i].second);
+    } else {
+      put(static_cast<int64_t>(i), order[i].second);
+    }
+  }
+  c.setOutput(0, c.constant(y));
+});
+
+// ---- support vector machines ----
+
+namespace {
+
+struct MlKernel {
+  enum Kind { linear, poly, rbf, sigmoid } kind = linear;
+  double gamma = 0, coef0 = 0, degree = 0;
+  double operator()(const MlRows& x, int64_t row, const std::vector<double>& sv, int64_t v) const {
+    const double* s = sv.data() + v * x.f;
+    double acc = 0;
+    if(kind == rbf) {
+      for(int64_t j = 0; j < x.f; ++j) {
+        double d = static_cast<double>(static_cast<float>(x.at(row, j))) - s[j];
+        acc += d * d;
+      }
+      return std::exp(-gamma * acc);
+    }
+    for(int64_t j = 0; j < x.f; ++j) acc += static_cast<double>(static_cast<float>(x.at(row, j))) * s[j];
+    if(kind == poly) return std::pow(gamma * acc + coef0, degree);
+    if(kind == sigmoid) return std::tanh(gamma * acc + coef0);
+    return acc;
+  }
+};
+
+MlKernel mlKernel(OnnxImportCtx& c) {
+  MlKernel k;
+  std::string t = c.attrString("kernel_type", "LINEAR");
+  if(t == "LINEAR") k.kind = MlKernel::linear;
+  else if(t == "POLY") k.kind = MlKernel::poly;
+  else if(t == "RBF") k.kind = MlKernel::rbf;
+  else if(t == "SIGMOID") k.kind = MlKernel::sigmoid;
+  else c.fail("kernel_type must be LINEAR, POLY, RBF or SIGMOID, got '", t, "'");
+  std::vector<double> p = c.attrFloats("kernel_params");
+  c.check(p.empty() || p.size() == 3, "kernel_params has ", p.size(), " values; it holds gamma, coef0, degree");
+  if(p.size() == 3) {
+    k.gamma = static_cast<float>(p[0]);
+    k.coef0 = static_cast<float>(p[1]);
+    k.degree = static_cast<float>(p[2]);
+  }
+  return k;
+}
+
+std::vector<double> asFloats(std::vector<double> v) {
+  for(auto& e : v) e = static_cast<float>(e);
+  return v;
+}
+
+// libsvm's pairwise coupling (Wu, Lin and Weng's second method): class
+// probabilities p [C] from the pairwise ones r [C x C].
+void coupleProbabilities(int64_t C, const std::vector<double>& r, double* p) {
+  std::vector<double> Q(static_cast<size_t>(C * C), 0.0), Qp(static_cast<size_t>(C), 0.0);
+  const double eps = 0.005 / static_cast<double>(C);
+  for(int64_t i = 0; i < C; ++i) {
+    p[i] = 1.0 / static_cast<double>(C);
+    for(int64_t j = 0; j < i; ++j) {
+      Q[static_cast<size_t>(i * C + i)] += r[static_cast<size_t>(j * C + i)] * r[static_cast<size_t>(j * C + i)];
+      Q[static_cast<size_t>(i * C + j)] = Q[static_cast<size_t>(j * C + i)];
+    }
+    for(int64_t j = i + 1; j < C; ++j) {
+      Q[static_cast<size_t>(i * C + i)] += r[static_cast<size_t>(j * C + i)] * r[static_cast<size_t>(j * C + i)];
+      Q[static_cast<size_t>(i * C + j)] = -r[static_cast<size_t>(j * C + i)] * r[static_cast<size_t>(i * C + j)];
+    }
+  }
+  for(int iter = 0; iter < 100; ++iter) {
+    double pQp = 0;
+    for(int64_t i = 0; i < C; ++i) {
+      Qp[static_cast<size_t>(i)] = 0;
+      for(int64_t j = 0; j < C; ++j) Qp[static_cast<size_t>(i)] += Q[static_cast<size_t>(i * C + j)] * p[j];
+      pQp += p[i] * Qp[static_cast<size_t>(i)];
+    }
+    double maxErr = 0;
+    for(int64_t i = 0; i < C; ++i) maxErr = std::max(maxErr, std::fabs(Qp[static_cast<size_t>(i)] - pQp));
+    if(maxErr < eps) break;
+    for(int64_t i = 0; i < C; ++i) {
+      double qii = Q[static_cast<size_t>(i * C + i)];
+      double diff = (-Qp[static_cast<size_t>(i)] + pQp) / qii;
+      p[i] += diff;
+      pQp = (pQp + diff * (diff * qii + 2 * Qp[static_cast<size_t>(i)])) / (1 + diff) / (1 + diff);
+      for(int64_t j = 0; j < C; ++j) {
+        Qp[static_cast<size_t>(j)] = (Qp[static_cast<size_t>(j)] + diff * Q[static_cast<size_t>(i * C + j)]) / (1 + diff);
+        p[j] /= (1 + diff);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// SVMRegressor: score = sum_v coefficients[v] * K(x, support_vector v) +
+// rho[0] (n_supports > 0), or x . coefficients + rho[0] (linear); one_class
+// gives +1 / -1 by the score's sign; PROBIT applies to the score. [N, 1]
+// float32.
+ONYX_ONNX_IMPORT(kOnnxSVMRegressor, "SVMRegressor", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  MlRows x = mlRows(c);
+  MlKernel k = mlKernel(c);
+  std::vector<double> coef = asFloats(c.attrFloats("coefficients")), sv = asFloats(c.attrFloats("support_vectors"));
+  std::vector<double> rho = asFloats(c.attrFloats("rho"));
+  const int64_t nSv = c.attrInt("n_supports", 0);
+  const bool oneClass = c.attrInt("one_class", 0) != 0;
+  Post post = mlPost(c);
+  c.check(rho.size() == 1, "rho has ", rho.size(), " values; a regressor has one");
+  if(nSv > 0) {
+    c.check(static_cast<int64_t>(sv.size()) == nSv * x.f, "support_vectors has ", sv.size(), " values; ", nSv,
+            " vectors of ", x.f, " features need ", nSv * x.f);
+    c.check(static_cast<int64_t>(coef.size()) == nSv, "coefficients has ", coef.size(), " values for ", nSv,
+            " support vectors");
+  } else {
+    c.check(static_cast<int64_t>(coef.size()) == x.f, "coefficients has ", coef.size(), " values for ", x.f,
+            " features (linear)");
+  }
+  std::vector<double> y(static_cast<size_t>(x.n));
+  for(int64_t r = 0; r < x.n; ++r) {
+    double s = rho[0];
+    if(nSv > 0) {
+      for(int64_t v = 0; v < nSv; ++v) s += coef[static_cast<size_t>(v)] * k(x, r, sv, v);
+    } else {
+      MlKernel lin;
+      s += lin(x, r, coef, 0);
+    }
+    if(oneClass) s = s > 0 ? 1.0 : -1.0;
+    if(post == Post::probit) s = probit(s);
+    y[static_cast<size_t>(r)] = s;
+  }
+  c.setOutput(0, c.constant(floatMatrix(y, x.n, 1)));
+});
+
+// SVMClassifier (onnxruntime's semantics): linear (no support vectors:
+// scores [N, C] = x . coefficients_c + rho[0]) or SVC (one-vs-one over the
+// support vectors of vectors_per_class, each pair's score voting; with
+// prob_a/prob_b, Platt-scaled pairwise probabilities coupled into class
+// probabilities [N, C]; without, the pair scores [N, C(C-1)/2], or [N, 2]
+// for two classes). The label is the class with most votes (SVC) or the
+// largest score (linear); two classes follow onnxruntime's binary rules.
+ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
+  MlRows x = mlRows(c);
+  MlKernel k = mlKernel(c);
+  MlLabels labels = mlLabels(c, "classlabels_ints", "classlabels_strings");
+  std::vector<double> coef = asFloats(c.attrFloats("coefficients")), sv = asFloats(c.attrFloats("support_vectors"));
+  std::vector<double> rho = asFloats(c.attrFloats("rho"));
+  std::vector<double> pa = asFloats(c.attrFloats("prob_a")), pb = asFloats(c.attrFloats("prob_b"));
+  std::vector<int64_t> perClass = c.attrInts("vectors_per_class");
+  Post post = mlPost(c);
+  const int64_t C = static_cast<int64_t>(labels.size());
+  c.check(C >= 2, "the classifier has ", C, " class labels; it needs at least 2");
+  c.check(pa.size() == pb.size(), "prob_a has ", pa.size(), " values but prob_b ", pb.size());
+  c.check(!coef.empty(), "coefficients is empty");
+  int64_t V = 0;
+  std::vector<int64_t> start;
+  for(auto n : perClass) {
+    c.check(n >= 0, "vectors_per_class has a negative count");
+    start.push_back(V);
+    V += n;
+  }
+  const bool svc = V > 0;
+  const int64_t pairs = C * (C - 1) / 2;
+  const bool proba = !pa.empty();
+  bool allPositive = true;
+  for(double v : coef) allPositive &= v >= 0;
+  if(svc) {
+    c.check(static_cast<int64_t>(perClass.size()) == C, "vectors_per_class has ", perClass.size(), " entries for ", C,
+            " classes");
+    c.check(static_cast<int64_t>(sv.size()) == V * x.f, "support_vectors has ", sv.size(), " values; ", V,
+            " vectors of ", x.f, " features need ", V * x.f);
+    c.check(static_cast<int64_t>(coef.size()) >= (C - 1) * V, "coefficients has ", coef.size(), " values; ", C - 1,
+            " rows of ", V, " support vectors need ", (C - 1) * V);
+    c.check(static_cast<int64_t>(rho.size()) >= pairs, "rho has ", rho.size(), " values for ", pairs, " class pairs");
+    c.check(!proba || static_cast<int64_t>(pa.size()) >= pairs, "prob_a has ", pa.size(), " values for ", pairs,
+            " class pairs");
+  } else {
+    c.check(static_cast<int64_t>(coef.size()) == C * x.f, "coefficients has ", coef.size(), " values; ", C,
+            " classes of ", x.f, " features need ", C * x.f);
+    c.check(!rho.empty(), "rho is empty");
+  }
+  const int64_t width = svc && !proba ? (C > 2 ? pairs : 2) : C;
+  const int64_t nScores = svc && !proba ? pairs : C;
+  int extra = -1;
+  if(svc && !proba && C <= 2) extra = post == Post::none ? 2 : 0;
+  std::vector<double> z(static_cast<size_t>(x.n * width), 0.0);
+  std::vector<int64_t> idx(static_cast<size_t>(x.n));
+  for(int64_t r = 0; r < x.n; ++r) {
+    double* o = z.data() + r * width;
+    std::vector<double> scores(static_cast<size_t>(std::max(nScores, C)), 0.0);
+    std::vector<int64_t> votes;
+    if(!svc) {
+      for(int64_t cl = 0; cl < C; ++cl) {
+        MlKernel lin;
+        scores[static_cast<size_t>(cl)] = static_cast<float>(lin(x, r, coef, cl) + rho[0]);
+      }
+    } else {
+      std::vector<double> kv(static_cast<size_t>(V));
+      for(int64_t v = 0; v < V; ++v) kv[static_cast<size_t>(v)] = static_cast<float>(k(x, r, sv, v));
+      votes.assign(static_cast<size_t>(C), 0);
+      int64_t p = 0;
+      for(int64_t i = 0; i < C - 1; ++i)
+        for(int64_t j = i + 1; j < C; ++j, ++p) {
+          double sum = 0;
+          for(int64_t m = 0; m < perClass[static_cast<size_t>(i)]; ++m)
+            sum += coef[static_cast<size_t>((j - 1) * V + start[static_cast<size_t>(i)] + m)] *
+                   kv[static_cast<size_t>(start[static_cast<size_t>(i)] + m)];
+          for(int64_t m = 0; m < perClass[static_cast<size_t>(j)]; ++m)
+            sum += coef[static_cast<size_t>(i * V + start[static_cast<size_t>(j)] + m)] *
+                   kv[static_cast<size_t>(start[static_cast<size_t>(j)] + m)];
+          sum += rho[static_cast<size_t>(p)];
+          scores[static_cast<size_t>(p)] = static_cast<float>(sum);
+          ++votes[static_cast<size_t>(sum > 0 ? i : j)];
+        }
+      if(proba) {
+        std::vector<double> pr(static_cast<size_t>(C * C), 0.0);
+        int64_t q = 0;
+        for(int64_t i = 0; i < C - 1; ++i)
+          for(int64_t j = i + 1; j < C; ++j, ++q) {
+            double v = 1 - logistic(scores[static_cast<size_t>(q)] * pa[static_cast<size_t>(q)] + pb[static_cast<size_t>(q)]);
+            v = std::min(std::max(v, 1e-7), 1 - 1e-7);
+            pr[static_cast<size_t>(i * C + j)] = v;
+            pr[static_cast<size_t>(j * C + i)] = 1 - v;
+          }
+        coupleProbabilities(C, pr, scores.data());
+      }
+    }
+    int64_t best = 0;
+    double maxWeight = 0;
+    if(!votes.empty()) {
+      for(int64_t cl = 1; cl < C; ++cl)
+        if(votes[static_cast<size_t>(cl)] > votes[static_cast<size_t>(best)]) best = cl;
+    } else {
+      for(int64_t cl = 1; cl < C; ++cl)
+        if(scores[static_cast<size_t>(cl)] > scores[static_cast<size_t>(best)]) best = cl;
+      maxWeight = scores[static_cast<size_t>(best)];
+    }
+    if(C == 2 && !proba) {
+      if(allPositive && maxWeight >= 0.5) best = 1;
+      else if(maxWeight > 0 && !allPositive) best = 1;
+    }
+    idx[static_cast<size_t>(r)] = best;
+    // The scores out.
+    if(nScores > 1) {
+      std::copy(scores.begin(), scores.begin() + nScores, o);
+      mlTransform(post, o, static_cast<size_t>(nScores));
+    } else if(post == Post::probit) {
+      o[0] = probit(scores[0]);
+    } else if(extra == 0 || extra == 1) {
+      o[0] = 1 - scores[0];
+      o[1] = scores[0];
+    } else {
+      o[0] = -scores[0];
+      o[1] = scores[0];
+    }
+  }
+  c.setOutput(0, c.constant(labelTensor(labels, idx)));
+  c.setOutput(1, c.constant(floatMatrix(z, x.n, width)));
 });
 
 }  // namespace onyx

@@ -34,8 +34,10 @@ libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata grap
     python3 -c "import torch, onnxscript" 2>/dev/null ||
       python3 -m pip install -q "torch==2.15.0" "onnxscript==0.7.2"
     # Classic-ML models made by the real converters (ai.onnx.ml tests).
-    python3 -c "import sklearn, skl2onnx, onnxmltools, lightgbm" 2>/dev/null ||
-      python3 -m pip install -q "scikit-learn==1.9.1" "skl2onnx==1.20.0" "onnxmltools==1.16.0" "lightgbm==4.7.0"
+    # xgboost-cpu: XGBoost without its CUDA libraries (5 MB instead of hundreds).
+    python3 -c "import sklearn, skl2onnx, onnxmltools, lightgbm, xgboost" 2>/dev/null ||
+      python3 -m pip install -q "scikit-learn==1.9.1" "skl2onnx==1.20.0" "onnxmltools==1.16.0" "lightgbm==4.7.0" \
+        "xgboost-cpu==3.2.0"
   fi
   # The benchmark's CNNs are torchvision's definitions (tools/bench_models.py);
   # no test needs them. No torchvision release declares torch 2.15 as its

@@ -17,6 +17,8 @@ The user's page is docs/python.md. Arrays cross without copies where the
 layout allows (see InferenceSession.run); errors raise onyx.OnyxError with
 Onyx's one-line message.
 """
+import warnings as _warnings
+
 import numpy as _np
 
 from . import _onyx
@@ -167,6 +169,8 @@ class InferenceSession:
             self._model = Model.from_bytes(bytes(path_or_bytes))
         else:
             self._model = Model.load(str(path_or_bytes))
+        for w in self._model.warnings:
+            _warnings.warn(w, stacklevel=2)
         self._device = device
         self._sess = _onyx.Session(self._model, threads=threads, device=device, optimization=optimization,
                                    disabled_passes=list(disabled_passes), profile=profile)
@@ -195,7 +199,7 @@ class InferenceSession:
             if self._kinds.get(name) == "sequence" and isinstance(v, (list, tuple)):
                 feeds[name] = [_array(name, e) for e in v]
             elif v is None or isinstance(v, dict):
-                feeds[name] = None
+                feeds[name] = v
             else:
                 feeds[name] = _array(name, v)
         return feeds

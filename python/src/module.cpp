@@ -502,6 +502,7 @@ NB_MODULE(_onyx, m) {
                      return l;
                    })
       .def("opset", &Model::opset, "domain"_a = "")
+      .def_prop_ro("warnings", &Model::warnings)
       .def("meta", [](const Model& mo) {
         ModelMeta me = mo.meta();
         nb::dict d;

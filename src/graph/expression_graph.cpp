@@ -555,7 +555,10 @@ void ExpressionGraph::computeNode(Node* n) {
     if(!n->debugMsg_.empty() && !n->backwardNode_) printDebug(n, false);
     return;
   }
-  n->val_ = TensorBase::create(n->shape_, n->type_, workspace_);
+  // String tensors own their memory (a workspace holds fixed-size elements
+  // only), on the host, where the string kernels run.
+  n->val_ = n->type_ == Type::string ? TensorBase::create(n->shape_, Type::string)
+                                     : TensorBase::create(n->shape_, n->type_, workspace_);
   KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
   for(Node* c : n->children_) ctx.in.push_back(c->val_.get());
   try {

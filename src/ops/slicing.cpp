@@ -333,6 +333,20 @@ ONYX_OP(kGather, "gather")
     .cpu([](KernelCtx& c) {
       const TensorBase& x = *c.in[0];
       const TensorBase& ix = *c.in[1];
+      if(x.type() == Type::string) {  // element by element (strings own their bytes)
+        int a = x.shape().axis(c.attrs.i("axis"));
+        const auto& xd = x.shape().dims();
+        int64_t outer = prodDims(xd, 0, a), n = xd[a], inner = prodDims(xd, a + 1, xd.size()), m = ix.size();
+        ops::checkIndices(ix, n, a, c.node);
+        auto& src = const_cast<TensorBase&>(x).strings();
+        auto& dst = c.out.strings();
+        for(int64_t r = 0; r < outer * m; ++r) {
+          int64_t o = r / m, i = resolveIndex(static_cast<int64_t>(ix.getAsDouble(r % m)), n);
+          for(int64_t k = 0; k < inner; ++k)
+            dst[static_cast<size_t>(r * inner + k)] = src[static_cast<size_t>((o * n + i) * inner + k)];
+        }
+        return;
+      }
       int64_t e = static_cast<int64_t>(elementBytes(x.type(), "gather"));
       int a = x.shape().axis(c.attrs.i("axis"));
       const auto& xd = x.shape().dims();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <onyx/core/logging.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/onnx/model_file.h>
 #include <onyx/onnx/tensor_proto.h>
@@ -104,8 +105,19 @@ std::shared_ptr<Model> Model::fromFile(std::shared_ptr<OnnxModelFile> file) {
     google::protobuf::RepeatedField<uint64_t>().Swap(init.mutable_uint64_data());
   }
   for(const auto& in : g.input())
-    if(!m->initializers_.count(in.name())) m->inputs_.push_back(toInfo(in));
+    if(!m->initializers_.count(in.name())) {
+      m->inputs_.push_back(toInfo(in));
+      const auto& t = in.type();
+      if(t.has_tensor_type() && t.tensor_type().has_shape())
+        for(int d = 0; d < t.tensor_type().shape().dim_size(); ++d) {
+          const auto& dim = t.tensor_type().shape().dim(d);
+          if(dim.has_dim_value() && dim.dim_value() <= 0)
+            m->warnings_.push_back(str(path, ": input '", in.name(), "' declares dim_value ", dim.dim_value(),
+                                       " at axis ", d, "; read as an unknown dim"));
+        }
+    }
   for(const auto& out : g.output()) m->outputs_.push_back(toInfo(out));
+  for(const auto& w : m->warnings_) logging::warn(w);
   return m;
 }
 

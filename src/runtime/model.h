@@ -57,12 +57,17 @@ public:
   const std::map<std::string, Tensor>& initializers() const { return initializers_; }
   int opset(const std::string& domain = "") const;
   const OnnxModelFile& file() const { return *file_; }
+  // What load() noticed but accepted, one line each (an input dim_value of
+  // 0 or less, read as unknown); also logged when logging is on. The tools
+  // print them to stderr.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
 private:
   static std::shared_ptr<Model> fromFile(std::shared_ptr<OnnxModelFile> file);
   std::shared_ptr<OnnxModelFile> file_;
   std::vector<ValueInfo> inputs_, outputs_;
   std::map<std::string, Tensor> initializers_;
+  std::vector<std::string> warnings_;
 };
 
 // A value passed to or returned by a session: a tensor, a sequence of
