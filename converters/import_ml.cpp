@@ -2,10 +2,11 @@
 // Normalizer and Imputer are composites of registry ops, so they stay in the
 // graph.
 // ZipMap makes a sequence of maps sharing their keys (OnnxValue::MapSequence).
-// LabelEncoder, CategoryMapper, OneHotEncoder, FeatureVectorizer,
-// DictVectorizer, CastMap, TreeEnsemble, TreeEnsembleRegressor/Classifier,
-// LinearRegressor/Classifier and SVMRegressor/Classifier are computed now
-// from the input data with
+// TreeEnsembleRegressor/Classifier become one tree_ensemble node (ops/ml.h:
+// trees flattened once, rows in parallel). LabelEncoder, CategoryMapper,
+// OneHotEncoder, FeatureVectorizer, DictVectorizer, CastMap, TreeEnsemble
+// (opset 5), LinearRegressor/Classifier and SVMRegressor/Classifier are
+// computed now from the input data with
 // c.value and emitted as constants: the graph built is valid for those input
 // values only, and a session rebuilds it per run. The predictors follow
 // onnxruntime's semantics where the spec is silent (the binary cases of the
@@ -23,6 +24,7 @@
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/ml.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
 #include <onyx/ops/slicing.h>
@@ -32,23 +34,6 @@ namespace onyx {
 namespace {
 
 constexpr const char* kMl = "ai.onnx.ml";
-
-// Inverse of the normal CDF (PROBIT): Newton steps on erf from a rational
-// first guess.
-double probit(double p) {
-  if(!(p > 0 && p < 1)) return p == 0 ? -INFINITY : p == 1 ? INFINITY : NAN;
-  // Acklam-style start: the logistic approximation is close enough for Newton.
-  double x = std::log(p / (1 - p)) / 1.702;
-  for(int i = 0; i < 50; ++i) {
-    double cdf = 0.5 * (1 + std::erf(x / std::sqrt(2.0)));
-    double pdf = std::exp(-0.5 * x * x) / 2.50662827463100050242;
-    if(pdf <= 0) break;
-    double step = (cdf - p) / pdf;
-    x -= step;
-    if(std::fabs(step) < 1e-15 * std::max(1.0, std::fabs(x))) break;
-  }
-  return x;
-}
 
 }  // namespace
 
@@ -304,7 +289,7 @@ ONYX_ONNX_IMPORT(kOnnxTreeEnsemble, "TreeEnsemble", 5).inDomain(kMl).importer([]
     } else if(post == 2) {
       for(int64_t k = 0; k < nTargets; ++k) out[k] = 1 / (1 + std::exp(-out[k]));
     } else if(post == 4) {
-      for(int64_t k = 0; k < nTargets; ++k) out[k] = probit(out[k]);
+      for(int64_t k = 0; k < nTargets; ++k) out[k] = ml::probit(out[k]);
     }
   }
   Tensor t = TensorBase::create(Shape{N, nTargets}, x->type());
@@ -377,54 +362,14 @@ ONYX_ONNX_IMPORT(kOnnxNormalizer, "Normalizer", 1).inDomain(kMl).importer([](Onn
 
 namespace {
 
-enum class Post { none, softmax, logistic, softmaxZero, probit };
-
-Post mlPost(OnnxImportCtx& c) {
+ml::Post mlPost(OnnxImportCtx& c) {
   std::string p = c.attrString("post_transform", "NONE");
-  if(p == "NONE") return Post::none;
-  if(p == "SOFTMAX") return Post::softmax;
-  if(p == "LOGISTIC") return Post::logistic;
-  if(p == "SOFTMAX_ZERO") return Post::softmaxZero;
-  if(p == "PROBIT") return Post::probit;
+  if(p == "NONE") return ml::Post::none;
+  if(p == "SOFTMAX") return ml::Post::softmax;
+  if(p == "LOGISTIC") return ml::Post::logistic;
+  if(p == "SOFTMAX_ZERO") return ml::Post::softmaxZero;
+  if(p == "PROBIT") return ml::Post::probit;
   c.fail("post_transform must be NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT, got '", p, "'");
-}
-
-double logistic(double v) { return 1 / (1 + std::exp(-v)); }
-
-// post_transform over one row of scores (onnxruntime's write_scores for two
-// or more scores). `has` marks the scores some leaf (or a base value) set;
-// the others read as 0 (a base value added to them is dropped), as in
-// onnxruntime.
-void mlTransform(Post post, double* s, size_t n, const char* has = nullptr) {
-  if(has)
-    for(size_t k = 0; k < n; ++k)
-      if(!has[k]) s[k] = 0;
-  switch(post) {
-    case Post::probit:
-      for(size_t k = 0; k < n; ++k) s[k] = probit(s[k]);
-      break;
-    case Post::logistic:
-      for(size_t k = 0; k < n; ++k) s[k] = logistic(s[k]);
-      break;
-    case Post::softmax:
-    case Post::softmaxZero: {
-      // SOFTMAX_ZERO leaves (near-)zero scores out of the sum, scaled by exp(-max).
-      const bool zero = post == Post::softmaxZero;
-      double mx = -INFINITY, sum = 0;
-      for(size_t k = 0; k < n; ++k) mx = std::max(mx, s[k]);
-      for(size_t k = 0; k < n; ++k) {
-        if(zero && std::fabs(s[k]) <= 1e-7) {
-          s[k] *= std::exp(-mx);
-          continue;
-        }
-        s[k] = std::exp(s[k] - mx);
-        sum += s[k];
-      }
-      for(size_t k = 0; k < n; ++k) s[k] /= sum;
-      break;
-    }
-    case Post::none: break;
-  }
 }
 
 // The input as doubles, [N, F] (a 1-D input is one row).
@@ -492,7 +437,7 @@ ONYX_ONNX_IMPORT(kOnnxLinearRegressor, "LinearRegressor", 1).inDomain(kMl).impor
   MlRows x = mlRows(c);
   std::vector<double> coef = c.attrFloats("coefficients"), icpt = c.attrFloats("intercepts");
   int64_t T = c.attrInt("targets", 1);
-  Post post = mlPost(c);
+  ml::Post post = mlPost(c);
   c.check(T >= 1, "targets must be positive, got ", T);
   c.check(static_cast<int64_t>(coef.size()) == T * x.f, "coefficients has ", coef.size(), " values; ", T,
           " targets of ", x.f, " features need ", T * x.f);
@@ -508,8 +453,8 @@ ONYX_ONNX_IMPORT(kOnnxLinearRegressor, "LinearRegressor", 1).inDomain(kMl).impor
                static_cast<double>(static_cast<float>(x.at(r, j)));
       o[t] = acc;
     }
-    if(T >= 2) mlTransform(post, o, static_cast<size_t>(T));
-    else if(post == Post::probit) o[0] = probit(o[0]);
+    if(T >= 2) ml::transform(post, o, static_cast<size_t>(T));
+    else if(post == ml::Post::probit) o[0] = ml::probit(o[0]);
   }
   c.setOutput(0, c.constant(floatMatrix(y, x.n, T)));
 });
@@ -524,7 +469,7 @@ ONYX_ONNX_IMPORT(kOnnxLinearClassifier, "LinearClassifier", 1).inDomain(kMl).imp
   std::vector<double> coef = c.attrFloats("coefficients"), icpt = c.attrFloats("intercepts");
   MlLabels labels = mlLabels(c, "classlabels_ints", "classlabels_strings");
   c.ignoreAttr("multi_class");  // onnxruntime ignores it too
-  Post post = mlPost(c);
+  ml::Post post = mlPost(c);
   const int64_t C = static_cast<int64_t>(icpt.size());
   c.check(C >= 1, "intercepts is empty; it holds one value per class");
   c.check(static_cast<int64_t>(coef.size()) == C * x.f, "coefficients has ", coef.size(), " values; ", C,
@@ -548,11 +493,11 @@ ONYX_ONNX_IMPORT(kOnnxLinearClassifier, "LinearClassifier", 1).inDomain(kMl).imp
     double* o = z.data() + r * outC;
     if(binary) {
       idx[static_cast<size_t>(r)] = s[0] > 0 ? 1 : 0;
-      if(post == Post::probit) {
-        o[0] = probit(s[0]);
+      if(post == ml::Post::probit) {
+        o[0] = ml::probit(s[0]);
         o[1] = 0;
       } else {
-        double p = post == Post::logistic ? logistic(s[0]) : s[0];
+        double p = post == ml::Post::logistic ? ml::logistic(s[0]) : s[0];
         o[0] = 1 - p;
         o[1] = p;
       }
@@ -562,7 +507,7 @@ ONYX_ONNX_IMPORT(kOnnxLinearClassifier, "LinearClassifier", 1).inDomain(kMl).imp
         if(s[k] > s[best]) best = k;
       idx[static_cast<size_t>(r)] = static_cast<int64_t>(best);
       std::copy(s.begin(), s.end(), o);
-      mlTransform(post, o, static_cast<size_t>(C));
+      ml::transform(post, o, static_cast<size_t>(C));
     }
   }
   c.setOutput(0, c.constant(labelTensor(labels, idx)));
@@ -584,27 +529,6 @@ struct MlTrees {
   };
   std::vector<Node> nodes;
   std::vector<int64_t> roots;
-
-  // The leaf `row` reaches from root `r`.
-  const Node& leaf(const MlRows& x, int64_t row, int64_t r) const {
-    const Node* n = &nodes[static_cast<size_t>(r)];
-    for(size_t steps = 0; n->mode != 6; ++steps) {
-      double v = x.at(row, n->feature);
-      bool t;
-      switch(n->mode) {
-        case 0: t = v <= n->value; break;
-        case 1: t = v < n->value; break;
-        case 2: t = v >= n->value; break;
-        case 3: t = v > n->value; break;
-        case 4: t = v == n->value; break;
-        default: t = v != n->value; break;
-      }
-      if(std::isnan(v) && n->missingTrue) t = true;
-      n = &nodes[static_cast<size_t>(t ? n->trueNode : n->falseNode)];
-      ONYX_ASSERT(steps <= nodes.size(), "tree walk longer than the tree (the parse checks for cycles)");
-    }
-    return *n;
-  }
 };
 
 // Reads and checks the nodes_* attributes and the weights (prefix "target"
@@ -703,53 +627,67 @@ MlTrees mlTrees(OnnxImportCtx& c, const char* prefix, int64_t outputs, int64_t F
 
 }  // namespace
 
+namespace {
+
+// The ensemble for op tree_ensemble (ops/ml.h).
+TreeEnsembleSpec mlSpec(const MlTrees& t) {
+  TreeEnsembleSpec s;
+  for(const auto& n : t.nodes) {
+    s.feature.push_back(n.feature);
+    s.threshold.push_back(n.value);
+    s.mode.push_back(n.mode);
+    s.trueChild.push_back(n.mode == 6 ? 0 : n.trueNode);
+    s.falseChild.push_back(n.mode == 6 ? 0 : n.falseNode);
+    s.missingTrue.push_back(n.missingTrue ? 1 : 0);
+  }
+  for(size_t i = 0; i < t.nodes.size(); ++i)
+    for(const auto& [k, w] : t.nodes[i].weights) {
+      s.weightNode.push_back(static_cast<int64_t>(i));
+      s.weightId.push_back(k);
+      s.weightValue.push_back(w);
+    }
+  s.roots = t.roots;
+  return s;
+}
+
+// Input 0 as tree_ensemble takes it: [N, F], float32 or float64 (others cast
+// to float32, as onnxruntime reads them).
+Expr mlTreeInput(OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  c.check(x->value_type() != Type::string && x->value_type() != Type::boolean, "input has element type ",
+          x->value_type(), "; it must be numeric");
+  c.check(x->shape().rank() == 1 || x->shape().rank() == 2, "input has shape ", x->shape(),
+          "; it must be [F] or [N, F]");
+  if(x->shape().rank() == 1) x = reshape(x, std::vector<int64_t>{1, x->shape()[0]});
+  if(x->value_type() != Type::float32 && x->value_type() != Type::float64) x = cast(x, Type::float32);
+  return x;
+}
+
+}  // namespace
+
 // TreeEnsembleRegressor (opsets 1 and 3): each row walks every tree to a
 // leaf; the leaves' weights aggregate per target (SUM, AVERAGE, MIN, MAX),
 // base_values are added (when there is one per target; with one target, a
 // single base value), then post_transform (rows of two or more targets;
 // PROBIT also for one). A target no leaf reached reads as 0 (without its
-// base value), as in onnxruntime.
-// Float32 [N, n_targets].
+// base value), as in onnxruntime. Float32 [N, n_targets]: one tree_ensemble
+// node, trees flattened once, rows in parallel.
 ONYX_ONNX_IMPORT(kOnnxTreeEnsembleRegressor, "TreeEnsembleRegressor", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
-  MlRows x = mlRows(c);
+  Expr x = mlTreeInput(c);
   int64_t T = c.attrInt("n_targets");
   c.check(T >= 1, "n_targets must be positive, got ", T);
   std::string aggName = c.attrString("aggregate_function", "SUM");
   int agg = aggName == "SUM" ? 0 : aggName == "AVERAGE" ? 1 : aggName == "MIN" ? 2 : aggName == "MAX" ? 3 : -1;
   c.check(agg >= 0, "aggregate_function must be SUM, AVERAGE, MIN or MAX, got '", aggName, "'");
-  Post post = mlPost(c);
+  ml::Post post = mlPost(c);
   std::vector<double> base = mlFloats(c, "base_values");
-  MlTrees trees = mlTrees(c, "target", T, x.f);
-  const bool useBase = static_cast<int64_t>(base.size()) == T;
-  const double origin = base.size() == 1 ? base[0] : 0.0;
-  std::vector<double> y(static_cast<size_t>(x.n * T));
-  std::vector<char> has(static_cast<size_t>(T));
-  for(int64_t r = 0; r < x.n; ++r) {
-    double* o = y.data() + r * T;
-    std::fill(has.begin(), has.end(), 0);
-    for(int64_t root : trees.roots)
-      for(const auto& [k, w] : trees.leaf(x, r, root).weights) {
-        double& s = o[k];
-        char& h = has[static_cast<size_t>(k)];
-        if(agg <= 1) s += w;
-        else if(agg == 2) s = h && s < w ? s : w;
-        else s = h && s > w ? s : w;
-        h = 1;
-      }
-    const double nTrees = static_cast<double>(trees.roots.size());
-    if(T == 1) {
-      if(agg == 1) o[0] /= nTrees;
-      o[0] += origin;
-      if(post == Post::probit) o[0] = probit(o[0]);
-      continue;
-    }
-    for(int64_t k = 0; k < T; ++k) {
-      if(agg == 1) o[k] /= nTrees;
-      if(useBase) o[k] += base[static_cast<size_t>(k)];
-    }
-    mlTransform(post, o, static_cast<size_t>(T), has.data());
-  }
-  c.setOutput(0, c.constant(floatMatrix(y, x.n, T)));
+  TreeEnsembleSpec spec = mlSpec(mlTrees(c, "target", T, x->shape()[1]));
+  spec.outputs = T;
+  spec.aggregate = agg;
+  spec.post = post;
+  spec.baseValues = base;
+  Expr y = tree_ensemble(x, spec);
+  c.setOutput(0, y->value_type() == Type::float32 ? y : cast(y, Type::float32));
 });
 
 // TreeEnsembleClassifier (opsets 1 and 3): the leaves' class weights sum per
@@ -760,100 +698,39 @@ ONYX_ONNX_IMPORT(kOnnxTreeEnsembleRegressor, "TreeEnsembleRegressor", 1).inDomai
 // [1 - s, s] untransformed; mixed signs: label 1 when the score > 0, scores
 // [-s, s], LOGISTIC giving [logistic(-s), logistic(s)]); otherwise the
 // scores are transformed as a row and the label is 1 when the positive
-// score is > 0. Scores are float32 [N, classes]; labels int64 or strings.
+// score is > 0 (the literal 1/0 with int labels, as onnxruntime gives).
+// Scores are float32 [N, classes]; labels int64 or strings.
 ONYX_ONNX_IMPORT(kOnnxTreeEnsembleClassifier, "TreeEnsembleClassifier", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
-  MlRows x = mlRows(c);
+  Expr x = mlTreeInput(c);
   MlLabels labels = mlLabels(c, "classlabels_int64s", "classlabels_strings");
   const int64_t C = static_cast<int64_t>(labels.size());
   c.check(C >= 2, "the classifier has ", C, " class labels; it needs at least 2");
-  Post post = mlPost(c);
+  ml::Post post = mlPost(c);
   std::vector<double> base = mlFloats(c, "base_values");
-  MlTrees trees = mlTrees(c, "class", C, x.f);
+  MlTrees trees = mlTrees(c, "class", C, x->shape()[1]);
   std::set<int64_t> classesWeighted;
-  bool allPositive = true;
   for(const auto& nd : trees.nodes)
-    for(const auto& [k, w] : nd.weights) {
-      classesWeighted.insert(k);
-      allPositive &= !(w < 0);
-    }
+    for(const auto& kw : nd.weights) classesWeighted.insert(kw.first);
+  c.check(C > 2 || !classesWeighted.empty(), "no leaf holds a class weight");
   const bool binaryCase = C == 2 && classesWeighted.size() == 1;
-  std::vector<double> z(static_cast<size_t>(x.n * C));
-  std::vector<int64_t> idx(static_cast<size_t>(x.n));
-  std::vector<double> s(static_cast<size_t>(C));
-  std::vector<char> has(static_cast<size_t>(C));
-  for(int64_t r = 0; r < x.n; ++r) {
-    std::fill(s.begin(), s.end(), 0.0);
-    std::fill(has.begin(), has.end(), 0);
-    for(int64_t root : trees.roots)
-      for(const auto& [k, w] : trees.leaf(x, r, root).weights) {
-        s[static_cast<size_t>(k)] += w;
-        has[static_cast<size_t>(k)] = 1;
-      }
-    double* o = z.data() + r * C;
-    if(C > 2) {
-      for(size_t k = 0; k < base.size() && k < s.size(); ++k) {
-        s[k] = has[k] ? s[k] + base[k] : base[k];
-        has[k] = 1;
-      }
-      int64_t best = -1;
-      for(int64_t k = 0; k < C; ++k)
-        if(has[static_cast<size_t>(k)] && (best < 0 || s[static_cast<size_t>(k)] > s[static_cast<size_t>(best)])) best = k;
-      c.check(best >= 0, "row ", r, " reaches no leaf with a class weight");
-      idx[static_cast<size_t>(r)] = best;
-      std::copy(s.begin(), s.end(), o);
-      mlTransform(post, o, static_cast<size_t>(C), has.data());
-      continue;
-    }
-    // Two classes.
-    size_t count = 2;
-    int extra = -1;  // onnxruntime's add_second_class
-    if(base.size() == 2) {
-      if(has[1]) {
-        s[1] = base[1] + s[0];
-        s[0] = -s[1];
-      } else {
-        s[1] += base[1];
-        s[0] += base[0];
-      }
-      has[1] = 1;
-    } else if(base.size() == 1) {
-      s[0] += base[0];
-      if(!has[1]) count = 1;
-    } else {
-      if(base.empty()) extra = 3;
-      if(!has[1]) count = 1;
-    }
-    double pos = count == 2 && has[1] ? s[1] : (has[0] ? s[0] : 0.0);
-    if(binaryCase) {
-      if(allPositive) extra = pos > 0.5 ? 0 : 1;
-      else extra = pos > 0 ? 2 : 3;
-      idx[static_cast<size_t>(r)] = extra == 0 || extra == 2 ? 1 : 0;
-    } else {
-      idx[static_cast<size_t>(r)] = pos > 0 ? 1 : 0;
-    }
-    if(count == 2) {
-      o[0] = s[0];
-      o[1] = s[1];
-      mlTransform(post, o, 2, has.data());
-    } else if(post == Post::probit) {
-      o[0] = probit(s[0]);
-      o[1] = 0;
-    } else if(extra == 0 || extra == 1) {
-      o[0] = 1 - s[0];
-      o[1] = s[0];
-    } else if(extra == 2 || extra == 3) {
-      o[0] = post == Post::logistic ? logistic(-s[0]) : -s[0];
-      o[1] = post == Post::logistic ? logistic(s[0]) : s[0];
-    } else {
-      o[0] = s[0];
-      o[1] = 0;
-    }
-  }
+  TreeEnsembleSpec spec = mlSpec(trees);
+  spec.outputs = C;
+  spec.post = post;
+  spec.baseValues = base;
+  spec.classifier = true;
+  Expr y = tree_ensemble(x, spec);
+  const int64_t N = x->shape()[0];
+  Expr scores = slice(y, 1, 0, C);
+  if(scores->value_type() != Type::float32) scores = cast(scores, Type::float32);
+  Expr idx = cast(reshape(slice(y, 1, C, C + 1), std::vector<int64_t>{N}), Type::int64);
   // onnxruntime's labels for two classes: class_labels[1]/[0] in the binary
   // case, the literal 1/0 otherwise (with string labels, the index).
   const bool literal = C == 2 && !binaryCase && !labels.isString;
-  c.setOutput(0, c.constant(labelTensor(labels, idx, literal)));
-  c.setOutput(1, c.constant(floatMatrix(z, x.n, C)));
+  std::vector<int64_t> all(static_cast<size_t>(C));
+  for(int64_t k = 0; k < C; ++k) all[static_cast<size_t>(k)] = k;
+  Expr label = literal ? idx : gather(c.constant(labelTensor(labels, all)), 0, idx);
+  c.setOutput(0, label);
+  c.setOutput(1, scores);
 });
 
 // ZipMap: each row of x [N, C] (float32) becomes a map from the class labels
@@ -1206,7 +1083,7 @@ ONYX_ONNX_IMPORT(kOnnxSVMRegressor, "SVMRegressor", 1).inDomain(kMl).importer([]
   std::vector<double> rho = asFloats(c.attrFloats("rho"));
   const int64_t nSv = c.attrInt("n_supports", 0);
   const bool oneClass = c.attrInt("one_class", 0) != 0;
-  Post post = mlPost(c);
+  ml::Post post = mlPost(c);
   c.check(rho.size() == 1, "rho has ", rho.size(), " values; a regressor has one");
   if(nSv > 0) {
     c.check(static_cast<int64_t>(sv.size()) == nSv * x.f, "support_vectors has ", sv.size(), " values; ", nSv,
@@ -1227,7 +1104,7 @@ ONYX_ONNX_IMPORT(kOnnxSVMRegressor, "SVMRegressor", 1).inDomain(kMl).importer([]
       s += lin(x, r, coef, 0);
     }
     if(oneClass) s = s > 0 ? 1.0 : -1.0;
-    if(post == Post::probit) s = probit(s);
+    if(post == ml::Post::probit) s = ml::probit(s);
     y[static_cast<size_t>(r)] = s;
   }
   c.setOutput(0, c.constant(floatMatrix(y, x.n, 1)));
@@ -1248,7 +1125,7 @@ ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer(
   std::vector<double> rho = asFloats(c.attrFloats("rho"));
   std::vector<double> pa = asFloats(c.attrFloats("prob_a")), pb = asFloats(c.attrFloats("prob_b"));
   std::vector<int64_t> perClass = c.attrInts("vectors_per_class");
-  Post post = mlPost(c);
+  ml::Post post = mlPost(c);
   const int64_t C = static_cast<int64_t>(labels.size());
   c.check(C >= 2, "the classifier has ", C, " class labels; it needs at least 2");
   c.check(pa.size() == pb.size(), "prob_a has ", pa.size(), " values but prob_b ", pb.size());
@@ -1283,7 +1160,7 @@ ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer(
   const int64_t width = svc && !proba ? (C > 2 ? pairs : 2) : C;
   const int64_t nScores = svc && !proba ? pairs : C;
   int extra = -1;
-  if(svc && !proba && C <= 2) extra = post == Post::none ? 2 : 0;
+  if(svc && !proba && C <= 2) extra = post == ml::Post::none ? 2 : 0;
   std::vector<double> z(static_cast<size_t>(x.n * width), 0.0);
   std::vector<int64_t> idx(static_cast<size_t>(x.n));
   for(int64_t r = 0; r < x.n; ++r) {
@@ -1318,7 +1195,7 @@ ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer(
         int64_t q = 0;
         for(int64_t i = 0; i < C - 1; ++i)
           for(int64_t j = i + 1; j < C; ++j, ++q) {
-            double v = 1 - logistic(scores[static_cast<size_t>(q)] * pa[static_cast<size_t>(q)] + pb[static_cast<size_t>(q)]);
+            double v = 1 - ml::logistic(scores[static_cast<size_t>(q)] * pa[static_cast<size_t>(q)] + pb[static_cast<size_t>(q)]);
             v = std::min(std::max(v, 1e-7), 1 - 1e-7);
             pr[static_cast<size_t>(i * C + j)] = v;
             pr[static_cast<size_t>(j * C + i)] = 1 - v;
@@ -1344,9 +1221,9 @@ ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer(
     // The scores out.
     if(nScores > 1) {
       std::copy(scores.begin(), scores.begin() + nScores, o);
-      mlTransform(post, o, static_cast<size_t>(nScores));
-    } else if(post == Post::probit) {
-      o[0] = probit(scores[0]);
+      ml::transform(post, o, static_cast<size_t>(nScores));
+    } else if(post == ml::Post::probit) {
+      o[0] = ml::probit(scores[0]);
     } else if(extra == 0 || extra == 1) {
       o[0] = 1 - scores[0];
       o[1] = scores[0];

@@ -19,3 +19,4 @@
 #include <onyx/ops/signal.h>
 #include <onyx/ops/vision.h>
 #include <onyx/ops/random.h>
+#include <onyx/ops/ml.h>
