@@ -14,7 +14,6 @@ machine's FMA peak (fma-peak from --bin, same run).
 import argparse
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -25,6 +24,7 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 
 import bench_vs_ort  # noqa: E402
 import onyx  # noqa: E402
+from bench_python import time_calls  # noqa: E402
 
 
 def models():
@@ -45,15 +45,6 @@ def models():
         lg_onnx = onnxmltools.convert_lightgbm(lg, initial_types=[("input", FloatTensorType([None, 50]))],
                                                target_opset=15, zipmap=False)
     return {"random_forest_300": rf_onnx.SerializeToString(), "lightgbm_500": lg_onnx.SerializeToString()}
-
-
-def timed(fn, reps):
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def main(argv=None):
@@ -86,7 +77,7 @@ def main(argv=None):
             for r in range(args.rounds):
                 order = [("onyx", ours), ("ort", ref)]
                 for k, s in (order if r % 2 == 0 else order[::-1]):
-                    t[k] += timed(lambda: s.run(None, feeds), reps)
+                    t[k] += list(time_calls(lambda: s.run(None, feeds), reps))
             mo, mr = np.median(t["onyx"]) * 1e3, np.median(t["ort"]) * 1e3
             print(f"| {name} | {rows} | {mo:.3f} | {mr:.3f} | {mo / mr:.2f} |")
     return 0

@@ -433,12 +433,10 @@ NodeInitializer initOf(nb::handle h) {
                   nb::cast<std::string>(nb::str(h.type()))));
 }
 
-Ptr<OptimizerBase> makeOptimizer(const std::string& name, OptimizerOptions o) {
-  if(name == "sgd") return New<Sgd>(o);
-  if(name == "adagrad") return New<Adagrad>(o);
-  if(name == "adam") return New<Adam>(o);
-  if(name == "adamw") return New<AdamW>(o);
-  throw Error(str("optimizer '", name, "': expected sgd, adagrad, adam or adamw"));
+Ptr<OptimizerBase> makeOptimizer(const std::string& name, const OptimizerOptions& o) {
+  Ptr<OptimizerBase> opt = optimizerByName(name, o);
+  if(!opt) throw Error(str("optimizer '", name, "': expected sgd, adagrad, adam or adamw"));
+  return opt;
 }
 
 // ---- the Trainer ----

@@ -11,6 +11,14 @@
 
 namespace onyx {
 
+Ptr<OptimizerBase> optimizerByName(const std::string& name, const OptimizerOptions& o) {
+  if(name == "sgd") return Optimizer<Sgd>(o);
+  if(name == "adagrad") return Optimizer<Adagrad>(o);
+  if(name == "adam") return Optimizer<Adam>(o);
+  if(name == "adamw") return Optimizer<AdamW>(o);
+  return nullptr;
+}
+
 double OptimizerBase::update(Ptr<ExpressionGraph> graph) {
   ONYX_CHECK(graph, "Optimizer::update: null graph");
   return update(*graph);

@@ -122,4 +122,8 @@ Ptr<OptimizerBase> Optimizer(OptimizerOptions o) {
   return New<Algorithm>(o);
 }
 
+// The optimizer named `name` (sgd, adagrad, adam or adamw); null for any
+// other name (the caller says which option named it).
+Ptr<OptimizerBase> optimizerByName(const std::string& name, const OptimizerOptions& o);
+
 }  // namespace onyx

@@ -97,11 +97,8 @@ Trainer::Trainer(std::shared_ptr<const Model> model, TrainerOptions options, Tra
   oo.momentum = o_.momentum;
   oo.weightDecay = o_.weightDecay;
   oo.clipNorm = o_.clipNorm;
-  if(o_.optimizer == "sgd") opt_ = Optimizer<Sgd>(oo);
-  else if(o_.optimizer == "adagrad") opt_ = Optimizer<Adagrad>(oo);
-  else if(o_.optimizer == "adam") opt_ = Optimizer<Adam>(oo);
-  else if(o_.optimizer == "adamw") opt_ = Optimizer<AdamW>(oo);
-  else throw Error(str(optionName("optimizer"), " '", o_.optimizer, "': expected sgd, adagrad, adam or adamw"));
+  opt_ = optimizerByName(o_.optimizer, oo);
+  if(!opt_) throw Error(str(optionName("optimizer"), " '", o_.optimizer, "': expected sgd, adagrad, adam or adamw"));
   if(o_.loss != "ce" && o_.loss != "mse" && o_.loss != "l1" && o_.loss != "bce")
     throw Error(str(optionName("loss"), " '", o_.loss, "': expected ce, mse, l1 or bce"));
   LrSchedule::Decay decay = LrSchedule::parseDecay(o_.decay);

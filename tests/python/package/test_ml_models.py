@@ -454,6 +454,19 @@ def test_onnx_run_checks_expected_sequences_of_maps(tmp_path):
 
 # ---- encoders, vectorizers, SVMs ----
 
+def fit_and_convert(est, x, y):
+    """Fits est (y None: unsupervised) on float32 x and converts it with
+    skl2onnx, classifiers without ZipMap; returns (model, float32 x)."""
+    from skl2onnx import to_onnx
+
+    x = x.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x) if y is None else est.fit(x, y)
+        opts = {id(est): {"zipmap": False}} if hasattr(est, "predict_proba") else None
+        return to_onnx(est, x[:1], target_opset={"": 17, ML: 3}, options=opts), x
+
+
 def svm_models():
     from sklearn.datasets import make_classification, make_regression
     from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR, OneClassSVM
@@ -477,15 +490,8 @@ def svm_models():
 
 @pytest.mark.parametrize("name", sorted(svm_models()))
 def test_svm_models_match_onnxruntime(name):
-    from skl2onnx import to_onnx
-
     est, x, y = svm_models()[name]
-    x = x.astype(np.float32)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(x) if y is None else est.fit(x, y)
-        opts = {id(est): {"zipmap": False}} if hasattr(est, "predict_proba") else None
-        model = to_onnx(est, x[:1], target_opset={"": 17, ML: 3}, options=opts)
+    model, x = fit_and_convert(est, x, y)
     ops = {n.op_type for n in model.graph.node}
     assert ops & {"SVMClassifier", "SVMRegressor", "LinearClassifier", "LinearRegressor"}, ops
     check_same(model, {model.graph.input[0].name: x[:40]}, rtol=1e-4, atol=1e-5)
@@ -585,15 +591,8 @@ def library_models():
 
 @pytest.mark.parametrize("name", sorted(library_models()))
 def test_converted_models_match_the_library_and_onnxruntime(name):
-    from skl2onnx import to_onnx
-
     est, x, y = library_models()[name]
-    x = x.astype(np.float32)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(x) if y is None else est.fit(x, y)
-        opts = {id(est): {"zipmap": False}} if hasattr(est, "predict_proba") else None
-        model = to_onnx(est, x[:1], target_opset={"": 17, ML: 3}, options=opts)
+    model, x = fit_and_convert(est, x, y)
     got = check_same(model, {model.graph.input[0].name: x[:50]}, rtol=1e-4, atol=1e-4)
     pred = est.predict(x[:50])
     if hasattr(est, "predict_proba"):
