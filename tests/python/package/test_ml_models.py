@@ -659,3 +659,28 @@ def test_xgboost_models_match_the_library_and_onnxruntime():
             np.testing.assert_allclose(probs, est.predict_proba(x[:50]), rtol=1e-4, atol=1e-5)
         else:
             np.testing.assert_allclose(got[0].ravel(), est.predict(x[:50]), rtol=1e-4, atol=1e-3)
+
+
+def test_bad_map_inputs_are_one_line_errors():
+    node = helper.make_node("DictVectorizer", ["m"], ["y"], domain=ML, string_vocabulary=["a", "b"])
+    m = ml_model(node, [map_input("m", TensorProto.STRING, TensorProto.FLOAT)],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]).SerializeToString()
+    sess = onyx.InferenceSession(m)
+    with pytest.raises(onyx.OnyxError, match="map keys must all be str") as e:
+        sess.run(None, {"m": {"a": 1.0, 2: 3.0}})
+    assert "\n" not in str(e.value)
+    with pytest.raises(onyx.OnyxError, match="map keys must all be str"):
+        sess.run(None, {"m": {1: 1.0}})
+    node = helper.make_node("DictVectorizer", ["m"], ["y"], domain=ML, int64_vocabulary=[1, 2])
+    m = ml_model(node, [map_input("m", TensorProto.INT64, TensorProto.FLOAT)],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]).SerializeToString()
+    with pytest.raises(onyx.OnyxError, match="map keys must all be int"):
+        onyx.InferenceSession(m).run(None, {"m": {"x": 1.0}})
+    # a class label count that contradicts the weights
+    attrs = tree_attrs("class", [[(2, 1.0)]], np.random.default_rng(0))
+    node = helper.make_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], domain=ML,
+                            classlabels_int64s=[0, 1], **attrs)
+    m = ml_model(node, [fx()], [helper.make_tensor_value_info("label", TensorProto.INT64, None),
+                                helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
+    with pytest.raises(onyx.OnyxError, match="class 2; there are 2"):
+        onyx.InferenceSession(m.SerializeToString()).run(None, {"x": rows()})
