@@ -88,24 +88,47 @@ struct Flat {
   bool missing = false;  // some node sends NaN the true way
 };
 
-std::shared_ptr<Flat> flatten(const Attrs& a) {
+std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
   auto f = std::make_shared<Flat>();
   const IntList &feature = a.ints("feature"), &mode = a.ints("mode"), &t = a.ints("true_child"),
                 &fc = a.ints("false_child"), &miss = a.ints("missing_true"), &wn = a.ints("weight_node"),
                 &wi = a.ints("weight_id");
   const FloatList &th = a.floats("threshold"), &wv = a.floats("weight_value");
   const size_t n = feature.size();
-  f->nodes.resize(n);
   std::vector<std::vector<std::pair<int64_t, double>>> byNode(n);
   for(size_t k = 0; k < wn.size(); ++k) byNode[static_cast<size_t>(wn[k])].emplace_back(wi[k], wv[k]);
-  for(size_t i = 0; i < n; ++i) {
-    Flat::N& d = f->nodes[i];
+  // Depth first from each root, the false child right after its parent: a
+  // walk mostly reads the next node, which is in the same cache line. A
+  // node reached twice (a cycle, or trees sharing nodes) is an error, so a
+  // walk always ends.
+  std::vector<int32_t> newIndex(n, -1);
+  std::vector<size_t> order;
+  std::vector<size_t> stack;
+  for(int64_t r : a.ints("roots")) {
+    stack.push_back(static_cast<size_t>(r));
+    while(!stack.empty()) {
+      size_t i = stack.back();
+      stack.pop_back();
+      ONYX_CHECK(newIndex[i] < 0, "tree_ensemble '", node.name(), "': node ", i,
+                 " is reached twice (a cycle, or trees that share nodes)");
+      newIndex[i] = static_cast<int32_t>(order.size());
+      order.push_back(i);
+      if(mode[i] != 6) {
+        stack.push_back(static_cast<size_t>(t[i]));   // after the false subtree
+        stack.push_back(static_cast<size_t>(fc[i]));  // next
+      }
+    }
+  }
+  f->nodes.resize(order.size());
+  for(size_t j = 0; j < order.size(); ++j) {
+    const size_t i = order[j];
+    Flat::N& d = f->nodes[j];
     d.feature = static_cast<int32_t>(feature[i]);
     d.threshold = th[i];
     d.mode = static_cast<int8_t>(mode[i]);
     d.missingTrue = !miss.empty() && miss[i] != 0;
-    d.child[0] = static_cast<int32_t>(fc[i]);
-    d.child[1] = static_cast<int32_t>(t[i]);
+    d.child[0] = d.mode == 6 ? 0 : newIndex[static_cast<size_t>(fc[i])];
+    d.child[1] = d.mode == 6 ? 0 : newIndex[static_cast<size_t>(t[i])];
     d.wBegin = static_cast<int32_t>(f->weights.size());
     for(auto& w : byNode[i]) f->weights.push_back(w);
     d.wEnd = static_cast<int32_t>(f->weights.size());
@@ -116,7 +139,7 @@ std::shared_ptr<Flat> flatten(const Attrs& a) {
     }
   }
   if(f->sameMode < 0) f->sameMode = -1;
-  f->roots.assign(a.ints("roots").begin(), a.ints("roots").end());
+  for(int64_t r : a.ints("roots")) f->roots.push_back(newIndex[static_cast<size_t>(r)]);
   f->base = a.floats("base_values");
   f->outputs = a.i("outputs");
   f->aggregate = static_cast<int>(a.i("aggregate"));
@@ -351,7 +374,7 @@ ONYX_OP(kTreeEnsemble, "tree_ensemble")
     })
     .cpu([](KernelCtx& c) {
       auto& state = c.node.kernelState();
-      if(!state) state = flatten(c.attrs);
+      if(!state) state = flatten(c.attrs, c.node);
       const Flat& f = *std::static_pointer_cast<Flat>(state);
       const TensorBase& x = *c.in[0];
       const int64_t N = x.shape()[0], F = x.shape()[1];

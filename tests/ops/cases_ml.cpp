@@ -126,6 +126,17 @@ TEST(TreeEnsemble, BadTreesAreOneLineErrors) {
   s = twoTrees(2);
   s.feature[0] = 3;
   EXPECT_THROW(tree_ensemble(x, s), Error);  // reads feature 3 of 3
+  // A cycle (node 2's true child is the root) would walk forever: an error
+  // when the kernel first flattens the trees.
+  s = twoTrees(2);
+  s.trueChild[2] = 0;
+  tree_ensemble(x, s);
+  try {
+    g->forward();
+    FAIL() << "a cycle was accepted";
+  } catch(const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reached twice"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
