@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <set>
+#include <type_traits>
 
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/graph/expression_graph.h>
@@ -77,6 +78,17 @@ struct Flat {
     bool missingTrue;
   };
   std::vector<N> nodes;
+  // The same nodes in 16 bytes, for float32 inputs when every threshold is
+  // a float (comparing in float then gives the same branches): a branch's
+  // false child is the next node (depth-first layout), `a` its feature and
+  // `b` its true child; a leaf's weights are [a, b).
+  struct NF {
+    float threshold;
+    int32_t a, b;
+    int8_t mode;
+    bool missingTrue;
+  };
+  std::vector<NF> small;
   std::vector<int64_t> roots;
   std::vector<std::pair<int64_t, double>> weights;  // (output, value) by leaf
   std::vector<double> base;
@@ -139,6 +151,17 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
     }
   }
   if(f->sameMode < 0) f->sameMode = -1;
+  bool floatExact = true;
+  for(const auto& d : f->nodes)
+    floatExact &= d.mode == 6 || std::isnan(d.threshold) ||
+                  static_cast<double>(static_cast<float>(d.threshold)) == d.threshold;
+  bool nextIsFalse = true;
+  for(size_t j = 0; j < f->nodes.size(); ++j)
+    nextIsFalse &= f->nodes[j].mode == 6 || f->nodes[j].child[0] == static_cast<int32_t>(j + 1);
+  if(floatExact && nextIsFalse)
+    for(const auto& d : f->nodes)
+      f->small.push_back({static_cast<float>(d.threshold), d.mode == 6 ? d.wBegin : d.feature,
+                          d.mode == 6 ? d.wEnd : d.child[1], d.mode, d.missingTrue});
   for(int64_t r : a.ints("roots")) f->roots.push_back(newIndex[static_cast<size_t>(r)]);
   f->base = a.floats("base_values");
   f->outputs = a.i("outputs");
@@ -173,6 +196,28 @@ const Flat::N& leafOf(const Flat& f, const T* row, int64_t root) {
     n = &nodes[n->child[t ? 1 : 0]];
   }
   return *n;
+}
+
+// leafOf over the 16-byte nodes: the leaf's weight range.
+template <int Mode, bool Missing>
+std::pair<int32_t, int32_t> leafOfSmall(const Flat& f, const float* row, int64_t root) {
+  const Flat::NF* nodes = f.small.data();
+  const Flat::NF* n = &nodes[root];
+  while(n->mode != 6) {
+    const float v = row[n->a];
+    bool t;
+    switch(Mode >= 0 ? Mode : n->mode) {
+      case 0: t = v <= n->threshold; break;
+      case 1: t = v < n->threshold; break;
+      case 2: t = v >= n->threshold; break;
+      case 3: t = v > n->threshold; break;
+      case 4: t = v == n->threshold; break;
+      default: t = v != n->threshold; break;
+    }
+    if(Missing && n->missingTrue && std::isnan(v)) t = true;
+    n = t ? &nodes[n->b] : n + 1;
+  }
+  return {n->a, n->b};
 }
 
 // One row of a regressor: aggregate, base values, post transform (as the
@@ -274,10 +319,25 @@ void evaluateAs(const Flat& f, const T* x, int64_t N, int64_t F, T* y) {
       std::fill(has.begin(), has.end(), 0);
       for(int64_t root : f.roots)
         for(int64_t i = 0; i < rows; ++i) {
-          const Flat::N& leaf = leafOf<Mode, Missing>(f, x + (r0 + i) * F, root);
+          int64_t wBegin, wEnd;
+          if constexpr(std::is_same<T, float>::value) {
+            if(!f.small.empty()) {
+              auto range = leafOfSmall<Mode, Missing>(f, x + (r0 + i) * F, root);
+              wBegin = range.first;
+              wEnd = range.second;
+            } else {
+              const Flat::N& leaf = leafOf<Mode, Missing>(f, x + (r0 + i) * F, root);
+              wBegin = leaf.wBegin;
+              wEnd = leaf.wEnd;
+            }
+          } else {
+            const Flat::N& leaf = leafOf<Mode, Missing>(f, x + (r0 + i) * F, root);
+            wBegin = leaf.wBegin;
+            wEnd = leaf.wEnd;
+          }
           double* si = s.data() + i * K;
           char* hi2 = has.data() + i * K;
-          for(int64_t w = leaf.wBegin; w < leaf.wEnd; ++w) {
+          for(int64_t w = wBegin; w < wEnd; ++w) {
             const auto& [k, v] = f.weights[static_cast<size_t>(w)];
             double& a = si[k];
             char& h = hi2[k];

@@ -14,13 +14,16 @@ namespace onyx {
 namespace test {
 namespace {
 
-// Tree A: x0 <= 0.1 ? leaf {t0: 1.0, t1: 0.5} : (x2 < -0.3 ? leaf {t0: -2} : leaf {t1: 3}).
+// Tree A: x0 <= a ? leaf {t0: 1.0, t1: 0.5} : (x2 < b ? leaf {t0: -2} : leaf {t1: 3}).
 // Tree B: x1 > 0 ? leaf {t0: 0.25} : leaf {t0: 0.75, t2: -1}.
-TreeEnsembleSpec twoTrees(int64_t outputs) {
+// Thresholds a, b = 0.125, -0.25 are floats (float32 inputs then take the
+// kernel's 16-byte node walk); 0.1, -0.3 are not (its double walk).
+constexpr double kA = 0.125, kB = -0.25;
+TreeEnsembleSpec twoTrees(int64_t outputs, double a = 0.1, double b = -0.3) {
   TreeEnsembleSpec s;
   //            node: 0  1  2   3  4  5  6  7
   s.feature = {0, 0, 2, 0, 0, 1, 0, 0};
-  s.threshold = {0.1, 0, -0.3, 0, 0, 0, 0, 0};
+  s.threshold = {a, 0, b, 0, 0, 0, 0, 0};
   s.mode = {0, 6, 1, 6, 6, 3, 6, 6};
   s.trueChild = {1, 0, 3, 0, 0, 6, 0, 0};
   s.falseChild = {2, 0, 4, 0, 0, 7, 0, 0};
@@ -34,7 +37,8 @@ TreeEnsembleSpec twoTrees(int64_t outputs) {
 }
 
 // Per row: the sums per output and which outputs a leaf reached.
-void referenceSums(const Ref& x, int64_t r, int64_t outputs, std::vector<double>& s, std::vector<char>& has) {
+void referenceSums(const Ref& x, int64_t r, int64_t outputs, std::vector<double>& s, std::vector<char>& has,
+                   double a = 0.1, double b = -0.3) {
   s.assign(static_cast<size_t>(outputs), 0.0);
   has.assign(static_cast<size_t>(outputs), 0);
   auto add = [&](int64_t k, double v) {
@@ -42,10 +46,10 @@ void referenceSums(const Ref& x, int64_t r, int64_t outputs, std::vector<double>
     has[static_cast<size_t>(k)] = 1;
   };
   double x0 = x[r * 3], x1 = x[r * 3 + 1], x2 = x[r * 3 + 2];
-  if(x0 <= 0.1) {
+  if(x0 <= a) {
     add(0, 1.0);
     add(1, 0.5);
-  } else if(x2 < -0.3) {
+  } else if(x2 < b) {
     add(0, -2.0);
   } else {
     add(1, 3.0);
@@ -59,7 +63,7 @@ void referenceSums(const Ref& x, int64_t r, int64_t outputs, std::vector<double>
 }
 
 OpCase regressorCase() {
-  TreeEnsembleSpec spec = twoTrees(3);
+  TreeEnsembleSpec spec = twoTrees(3, kA, kB);
   spec.baseValues = {0.5, -0.5, 2.0};
   OpCase c{"tree_ensemble", "regressor_sum_base",
            {constantInput(in({6, 3}))},
@@ -70,7 +74,7 @@ OpCase regressorCase() {
              std::vector<double> s;
              std::vector<char> has;
              for(int64_t r = 0; r < N; ++r) {
-               referenceSums(v[0], r, 3, s, has);
+               referenceSums(v[0], r, 3, s, has, kA, kB);
                // onnxruntime: an output no leaf reached is 0 (its base value dropped)
                for(int64_t k = 0; k < 3; ++k) y[r * 3 + k] = has[static_cast<size_t>(k)] ? s[static_cast<size_t>(k)] + spec.baseValues[static_cast<size_t>(k)] : 0.0;
              }
