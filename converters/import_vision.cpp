@@ -1,6 +1,6 @@
 // ONNX vision ops with no registry op of their own: AffineGrid, DeformConv,
-// NonMaxSuppression (src/ops/vision.cpp) and ImageDecoder (its decoding in
-// src/io/image.cpp).
+// NonMaxSuppression (src/ops/vision.cpp), ImageDecoder (its decoding in
+// src/io/image.cpp) and Col2Im (a scatter-add composite).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -8,6 +8,9 @@
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/io/image.h>
+#include <onyx/ops/indexing.h>
+#include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 #include <onyx/ops/vision.h>
 
 namespace onyx {
@@ -91,6 +94,78 @@ ONYX_ONNX_IMPORT(kOnnxImageDecoder, "ImageDecoder", 20).importer([](OnnxImportCt
         p[k * 3 + j] = img.rgb[static_cast<size_t>(k * 3 + (fmt == "BGR" ? 2 - j : j))];
   }
   c.setOutput(0, c.constant(y));
+});
+
+// Col2Im (opset 18): x [N, C * prod(block_shape), L] holds, for each of the
+// L block positions (in row-major order over the output grid), the
+// C x block values; each value is added into the image [N, C, image_shape..]
+// at position o * stride - pad_begin + k * dilation (o the block position,
+// k the offset inside the block), or dropped in the padding. Built as
+// ScatterElements-add of x into zeros [N, C, prod(image) + 1] with constant
+// indices (the extra slot takes the padding), then sliced and reshaped;
+// image_shape and block_shape (inputs 1, 2) are read now.
+ONYX_ONNX_IMPORT(kOnnxCol2Im, "Col2Im", 18).importer([](OnnxImportCtx& c) {
+  Expr x = c.input(0);
+  std::vector<int64_t> image = c.ints(1), block = c.ints(2);
+  const size_t r = image.size();
+  c.check(r >= 1 && block.size() == r, "image_shape has ", r, " entries and block_shape ", block.size(),
+          "; they need the same number (at least 1)");
+  c.check(x->shape().rank() == 3, "input has shape ", x->shape(), "; it must be [N, C * prod(block_shape), L]");
+  std::vector<int64_t> dil = c.attrInts("dilations", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads = c.attrInts("pads", std::vector<int64_t>(2 * r, 0));
+  std::vector<int64_t> strides = c.attrInts("strides", std::vector<int64_t>(r, 1));
+  c.check(dil.size() == r && strides.size() == r && pads.size() == 2 * r,
+          "dilations and strides need one entry per spatial dim (", r, "), pads two");
+  int64_t K = 1, P = 1, L = 1;
+  std::vector<int64_t> grid(r);
+  for(size_t d = 0; d < r; ++d) {
+    c.check(image[d] >= 1 && block[d] >= 1 && dil[d] >= 1 && strides[d] >= 1 && pads[d] >= 0 && pads[d + r] >= 0,
+            "spatial dim ", d, ": image, block, dilation and stride must be positive and pads not negative");
+    const int64_t span = dil[d] * (block[d] - 1) + 1, padded = image[d] + pads[d] + pads[d + r];
+    c.check(padded >= span, "spatial dim ", d, ": the block (", span, " with dilation) is larger than the padded image (",
+            padded, ")");
+    grid[d] = (padded - span) / strides[d] + 1;
+    K *= block[d];
+    P *= image[d];
+    L *= grid[d];
+  }
+  const int64_t N = x->shape()[0];
+  c.check(x->shape()[1] % K == 0, "input dim 1 (", x->shape()[1], ") is not a multiple of prod(block_shape) (", K, ")");
+  c.check(x->shape()[2] == L, "input has ", x->shape()[2], " block positions; the image, block, pads, strides and "
+          "dilations give ", L);
+  const int64_t C = x->shape()[1] / K;
+  // Target of value (k, l) in the flattened image, or P (dropped).
+  std::vector<int64_t> target(static_cast<size_t>(K * L));
+  std::vector<int64_t> kIdx(r), lIdx(r);
+  for(int64_t k = 0; k < K; ++k) {
+    for(int64_t rem = k, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
+      kIdx[static_cast<size_t>(d)] = rem % block[static_cast<size_t>(d)];
+      rem /= block[static_cast<size_t>(d)];
+    }
+    for(int64_t l = 0; l < L; ++l) {
+      for(int64_t rem = l, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
+        lIdx[static_cast<size_t>(d)] = rem % grid[static_cast<size_t>(d)];
+        rem /= grid[static_cast<size_t>(d)];
+      }
+      int64_t flat = 0;
+      bool inside = true;
+      for(size_t d = 0; d < r; ++d) {
+        int64_t p = lIdx[d] * strides[d] - pads[d] + kIdx[d] * dil[d];
+        inside &= p >= 0 && p < image[d];
+        flat = flat * image[d] + p;
+      }
+      target[static_cast<size_t>(k * L + l)] = inside ? flat : P;
+    }
+  }
+  std::vector<int64_t> idx(static_cast<size_t>(N * C * K * L));
+  for(int64_t b = 0; b < N * C; ++b)
+    std::copy(target.begin(), target.end(), idx.begin() + b * K * L);
+  Expr indices = c.constant(TensorBase::fromVector(Shape{N, C, K * L}, idx));
+  Expr zeros = c.graph().zeros(Shape{N, C, P + 1}, x->value_type());
+  Expr y = scatter_elements(zeros, 2, indices, reshape(x, std::vector<int64_t>{N, C, K * L}), "add");
+  std::vector<int64_t> out{N, C};
+  out.insert(out.end(), image.begin(), image.end());
+  c.setOutput(0, reshape(slice(y, 2, 0, P), out));
 });
 
 }  // namespace onyx
