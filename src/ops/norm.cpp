@@ -230,7 +230,9 @@ Expr lp_normalize(Expr x, int axis, int p) {
   const int r = x->shape().rank();
   ONYX_CHECK(r >= 1 && axis >= -r && axis < r, "lp_normalize: axis ", axis, " is out of range for x of shape ",
              x->shape());
-  return x / (p == 2 ? l2_norm(x, axis) : sum(abs(x), axis));
+  // A line of zeros stays zeros (ONNX's reference), not 0/0.
+  Expr n = p == 2 ? l2_norm(x, axis) : sum(abs(x), axis);
+  return x / where(eq(n, 0.0), 1.0, n);
 }
 
 // --------------------------------------------------- mean-variance normalisation

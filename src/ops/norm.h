@@ -38,7 +38,7 @@ Expr group_norm(Expr x, int64_t groups, Expr scale, Expr bias, double eps = 1e-5
 Expr rms_norm(Expr x, Expr scale, int axis = -1, double eps = 1e-5);
 
 // y = x / ||x||_p along `axis`, p = 1 or 2 (ONNX LpNormalization; a line of
-// zeros gives NaN, as in ONNX's reference).
+// zeros stays zeros, as in ONNX's reference outputs).
 Expr lp_normalize(Expr x, int axis = -1, int p = 2);
 
 // y = (x - mean) / (sqrt(var) + 1e-9) with mean and var over `axes` (ONNX
