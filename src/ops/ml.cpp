@@ -177,22 +177,29 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
 // The leaf a row reaches from `root`: with one comparison for every node of
 // the ensemble (Mode >= 0, the common case: LightGBM and scikit-learn write
 // BRANCH_LEQ throughout) the switch leaves the inner loop.
+// Whether a node sends value v its true way (mode as in TreeEnsembleSpec;
+// Mode >= 0: every node's mode, known at compile time).
+template <int Mode, bool Missing, class V>
+inline bool goesTrue(int mode, bool missingTrue, V v, V threshold) {
+  bool t;
+  switch(Mode >= 0 ? Mode : mode) {
+    case 0: t = v <= threshold; break;
+    case 1: t = v < threshold; break;
+    case 2: t = v >= threshold; break;
+    case 3: t = v > threshold; break;
+    case 4: t = v == threshold; break;
+    default: t = v != threshold; break;
+  }
+  return t || (Missing && missingTrue && std::isnan(v));
+}
+
 template <int Mode, bool Missing, class T>
 const Flat::N& leafOf(const Flat& f, const T* row, int64_t root) {
   const Flat::N* nodes = f.nodes.data();
   const Flat::N* n = &nodes[root];
   while(n->mode != 6) {
     const double v = static_cast<double>(row[n->feature]);
-    bool t;
-    switch(Mode >= 0 ? Mode : n->mode) {
-      case 0: t = v <= n->threshold; break;
-      case 1: t = v < n->threshold; break;
-      case 2: t = v >= n->threshold; break;
-      case 3: t = v > n->threshold; break;
-      case 4: t = v == n->threshold; break;
-      default: t = v != n->threshold; break;
-    }
-    if(Missing && n->missingTrue && std::isnan(v)) t = true;
+    const bool t = goesTrue<Mode, Missing>(n->mode, n->missingTrue, v, n->threshold);
     n = &nodes[n->child[t ? 1 : 0]];
   }
   return *n;
@@ -205,16 +212,7 @@ std::pair<int32_t, int32_t> leafOfSmall(const Flat& f, const float* row, int64_t
   const Flat::NF* n = &nodes[root];
   while(n->mode != 6) {
     const float v = row[n->a];
-    bool t;
-    switch(Mode >= 0 ? Mode : n->mode) {
-      case 0: t = v <= n->threshold; break;
-      case 1: t = v < n->threshold; break;
-      case 2: t = v >= n->threshold; break;
-      case 3: t = v > n->threshold; break;
-      case 4: t = v == n->threshold; break;
-      default: t = v != n->threshold; break;
-    }
-    if(Missing && n->missingTrue && std::isnan(v)) t = true;
+    const bool t = goesTrue<Mode, Missing>(n->mode, n->missingTrue, v, n->threshold);
     n = t ? &nodes[n->b] : n + 1;
   }
   return {n->a, n->b};
