@@ -414,9 +414,8 @@ MlLabels mlLabels(OnnxImportCtx& c, const char* intsName, const char* stringsNam
   return l;
 }
 
-// Labels by class index; literal01: the index itself (onnxruntime's 0/1
-// labels for two classes outside its binary case).
-Tensor labelTensor(const MlLabels& l, const std::vector<int64_t>& idx, bool literal01 = false) {
+// Labels by class index.
+Tensor labelTensor(const MlLabels& l, const std::vector<int64_t>& idx) {
   const int64_t n = static_cast<int64_t>(idx.size());
   if(l.isString) {
     Tensor t = TensorBase::create(Shape{n}, Type::string);
@@ -425,7 +424,7 @@ Tensor labelTensor(const MlLabels& l, const std::vector<int64_t>& idx, bool lite
   }
   std::vector<int64_t> v(static_cast<size_t>(n));
   for(int64_t i = 0; i < n; ++i)
-    v[static_cast<size_t>(i)] = literal01 ? idx[static_cast<size_t>(i)] : l.ints[static_cast<size_t>(idx[static_cast<size_t>(i)])];
+    v[static_cast<size_t>(i)] = l.ints[static_cast<size_t>(idx[static_cast<size_t>(i)])];
   return TensorBase::fromVector(Shape{n}, v);
 }
 

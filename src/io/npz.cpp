@@ -194,11 +194,21 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
     }
   }
   Shape shape(dims);
+  // The data's size against the header's shape, in checked arithmetic and
+  // before anything is allocated (a header may claim any shape).
+  const size_t have = b.size() - hoff - hlen;
+  size_t n = 1, need = 0;
+  bool overflow = false;
+  for(int64_t d : dims) {
+    ONYX_CHECK(d >= 0, where, ": negative dim in .npy shape ", shape);
+    overflow |= __builtin_mul_overflow(n, static_cast<size_t>(d), &n);
+  }
+  const size_t elemBytes = unicode ? width * 4 : static_cast<size_t>(typeBits(type) / 8);
+  overflow |= __builtin_mul_overflow(n, elemBytes, &need);
+  ONYX_CHECK(!overflow && need == have, where, ": .npy data has ", have, " bytes but shape ", shape, " of ", descr,
+             overflow ? " needs more than fits in memory" : str(" needs ", need));
   Tensor t = TensorBase::create(shape, type);
   if(unicode) {
-    const size_t n = static_cast<size_t>(t->size());
-    ONYX_CHECK(b.size() - hoff - hlen == n * width * 4, where, ": .npy data has ", b.size() - hoff - hlen,
-               " bytes but shape ", shape, " of <U", width, " needs ", n * width * 4);
     size_t o = hoff + hlen;
     for(size_t i = 0; i < n; ++i) {
       std::string& e = t->strings()[i];
@@ -210,8 +220,6 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
     }
     return t;
   }
-  ONYX_CHECK(b.size() - hoff - hlen == t->bytes(), where, ": .npy data has ", b.size() - hoff - hlen,
-             " bytes but shape ", shape, " of ", type, " needs ", t->bytes());
   std::memcpy(t->raw(), b.data() + hoff + hlen, t->bytes());
   return t;
 }

@@ -684,3 +684,20 @@ def test_bad_map_inputs_are_one_line_errors():
                                 helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)])
     with pytest.raises(onyx.OnyxError, match="class 2; there are 2"):
         onyx.InferenceSession(m.SerializeToString()).run(None, {"x": rows()})
+
+
+def test_npy_headers_claiming_more_than_the_data_are_one_line_errors(tmp_path):
+    import os
+    import subprocess
+
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "tools"))
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "..", "models", "onnx", "tiny_mlp", "model.onnx")
+    for descr, shape in (("<f4", "(1099511627776, 1099511627776)"), ("<U5", "(4611686018427387904,)"), ("<f4", "(3, 4)")):
+        header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+        header += " " * (63 - (10 + len(header)) % 64) + "\n"
+        data = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 16
+        (tmp_path / "x.npy").write_bytes(data)
+        r = subprocess.run([os.path.join(bin_dir, "onnx-run"), model, "--input", f"x={tmp_path / 'x.npy'}"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert "x.npy: .npy data has 16 bytes but shape" in r.stderr and r.stderr.count("\n") == 1, r.stderr
