@@ -55,6 +55,16 @@ bool truth(OnnxImportCtx& c, Expr e, const char* what) {
   return t->getAsDouble(0) != 0;
 }
 
+// Unrolling adds a body per iteration: the nodes one Loop or Scan may add are
+// bounded, so that a trip count or a long scan axis cannot exhaust memory
+// (M = 1e6 over a small body built 3.5 GB before this check).
+constexpr size_t kMaxUnrolledNodes = size_t(1) << 20;
+void checkUnrolled(OnnxImportCtx& c, size_t before, int64_t iterations) {
+  size_t now = c.graph().size();
+  c.check(now < before || now - before <= kMaxUnrolledNodes, "unrolling ", iterations, " iterations built more than ",
+          kMaxUnrolledNodes, " nodes (the limit for one Loop or Scan)");
+}
+
 // ---- If
 
 ONYX_ONNX_IMPORT(kIf, "If", 1).importer([](OnnxImportCtx& c) {
@@ -87,8 +97,10 @@ ONYX_ONNX_IMPORT(kLoop, "Loop", 1).importer([](OnnxImportCtx& c) {
   size_t nScan = bodyOuts - 1 - nCarried;
   std::vector<std::vector<OnnxValue>> scans(nScan);
   const int64_t kLimit = 1 << 20;
+  const size_t before = c.graph().size();
   for(int64_t i = 0; i < maxTrips && cond; ++i) {
     c.check(i < kLimit, "more than ", kLimit, " iterations: a loop without a trip count or a false condition");
+    checkUnrolled(c, before, i);
     std::vector<OnnxValue> in{OnnxValue::of(int64Scalar(c, i)), OnnxValue::of(boolScalar(c, cond))};
     in.insert(in.end(), carried.begin(), carried.end());
     std::vector<OnnxValue> out = c.subgraph("body", in);
@@ -129,7 +141,9 @@ void scanCore(OnnxImportCtx& c, std::vector<Expr> states, const std::vector<Expr
     T = len;
   }
   std::vector<std::vector<Expr>> outs(nScanOut);
+  const size_t before = c.graph().size();
   for(int64_t t = 0; t < T; ++t) {
+    checkUnrolled(c, before, t);
     std::vector<OnnxValue> in;
     for(const Expr& s : states) in.push_back(OnnxValue::of(s));
     for(size_t j = 0; j < xs.size(); ++j) {
@@ -152,7 +166,10 @@ void scanCore(OnnxImportCtx& c, std::vector<Expr> states, const std::vector<Expr
 
 ONYX_ONNX_IMPORT(kScan9, "Scan", 9).importer([](OnnxImportCtx& c) {
   int64_t m = c.attrInt("num_scan_inputs");
+  c.check(m >= 1 && m <= static_cast<int64_t>(c.numInputs()), "num_scan_inputs ", m, " must be in 1..",
+          c.numInputs(), " (the node's inputs)");
   size_t n = c.numInputs() - static_cast<size_t>(m);
+  c.check(c.numOutputs() >= n, "Scan has ", c.numOutputs(), " outputs, fewer than its ", n, " states");
   std::vector<Expr> states, xs;
   for(size_t i = 0; i < n; ++i) states.push_back(c.input(i));
   for(size_t i = n; i < c.numInputs(); ++i) xs.push_back(c.input(i));
@@ -169,11 +186,16 @@ ONYX_ONNX_IMPORT(kScan8, "Scan", 8).untilOpset(8).importer([](OnnxImportCtx& c) 
   c.check(!c.hasInput(0), "sequence_lens is not supported");
   int64_t m = c.attrInt("num_scan_inputs");
   std::vector<int64_t> dirs = c.attrInts("directions");
+  c.check(m >= 1 && m + 1 <= static_cast<int64_t>(c.numInputs()), "num_scan_inputs ", m, " must be in 1..",
+          c.numInputs() - 1, " (the node's inputs after sequence_lens)");
   size_t n = c.numInputs() - 1 - static_cast<size_t>(m);
+  c.check(c.numOutputs() >= n, "Scan has ", c.numOutputs(), " outputs, fewer than its ", n, " states");
   size_t nScanOut = c.numOutputs() - n;
   int64_t B = c.input(1)->shape().dims()[0];
   std::vector<std::vector<Expr>> fins(n), scans(nScanOut);
+  const size_t before = c.graph().size();
   for(int64_t b = 0; b < B; ++b) {
+    checkUnrolled(c, before, b);
     std::vector<Expr> states, xs, fin, sc;
     for(size_t i = 0; i < n; ++i) states.push_back(takeAt(c, c.input(1 + i), 0, b));
     for(size_t i = 1 + n; i < c.numInputs(); ++i) xs.push_back(takeAt(c, c.input(i), 0, b));
@@ -188,9 +210,11 @@ ONYX_ONNX_IMPORT(kScan8, "Scan", 8).untilOpset(8).importer([](OnnxImportCtx& c) 
 // ---- sequences
 
 int64_t position(OnnxImportCtx& c, size_t input, size_t size, bool insert) {
-  int64_t p = static_cast<int64_t>(c.scalar(input));
+  std::vector<int64_t> ps = c.ints(input);  // exact (a double cast of 1e300 is undefined)
+  c.check(ps.size() == 1, "position must hold one value, got ", ps.size());
+  int64_t p = ps[0];
   int64_t n = static_cast<int64_t>(size);
-  int64_t q = p < 0 ? p + n : p;
+  int64_t q = p < 0 && p >= -n ? p + n : p;
   c.check(q >= 0 && (insert ? q <= n : q < n), "position ", p, " is out of range for a sequence of ", n);
   return q;
 }

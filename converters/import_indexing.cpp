@@ -41,9 +41,9 @@ ONYX_ONNX_IMPORT(kOnnxTopK, "TopK", 1).importer([](OnnxImportCtx& c) {
 
 // OneHot: indices, depth (one value), values [off, on]; axis (default -1).
 ONYX_ONNX_IMPORT(kOnnxOneHot, "OneHot", 9).importer([](OnnxImportCtx& c) {
-  double depth = c.scalar(1);
-  c.check(std::isfinite(depth) && depth >= 0, "depth (input 1) is ", depth, " but must be >= 0");
-  c.setOutput(0, one_hot(c.input(0), static_cast<int64_t>(depth), c.input(2), static_cast<int>(c.attrInt("axis", -1))));
+  int64_t depth = c.intScalar(1);
+  c.check(depth >= 0, "depth (input 1) is ", depth, " but must be >= 0");
+  c.setOutput(0, one_hot(c.input(0), depth, c.input(2), static_cast<int>(c.attrInt("axis", -1))));
 });
 
 ONYX_ONNX_IMPORT(kOnnxNonZero, "NonZero", 9).importer([](OnnxImportCtx& c) {

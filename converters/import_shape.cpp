@@ -114,7 +114,7 @@ ONYX_ONNX_IMPORT(kOnnxTile, "Tile", 1).importer([](OnnxImportCtx& c) {
   std::vector<int64_t> reps;
   if(c.opset() < 6) {
     int r = x->shape().rank();
-    int64_t tiles = static_cast<int64_t>(c.scalar(1)), axis = static_cast<int64_t>(c.scalar(2));
+    int64_t tiles = c.intScalar(1), axis = c.intScalar(2);
     reps.assign(static_cast<size_t>(r), 1);
     reps[static_cast<size_t>(c.axis(axis, r))] = tiles;
   } else {

@@ -18,11 +18,11 @@ void importDft(OnnxImportCtx& c, bool axisInput) {
   Expr x = c.input(0);
   int64_t length = 0;
   if(c.numInputs() > 1 && c.hasInput(1)) {
-    length = static_cast<int64_t>(c.scalar(1));
+    length = c.intScalar(1);
     c.check(length >= 1, "dft_length must be >= 1, got ", length);
   }
   int64_t axis = axisInput ? -2 : c.attrInt("axis", 1);
-  if(axisInput && c.numInputs() > 2 && c.hasInput(2)) axis = static_cast<int64_t>(c.scalar(2));
+  if(axisInput && c.numInputs() > 2 && c.hasInput(2)) axis = c.intScalar(2);
   bool inverse = c.attrInt("inverse", 0) != 0;
   bool onesided = c.attrInt("onesided", 0) != 0;
   const int r = x->shape().rank();
@@ -40,9 +40,9 @@ ONYX_ONNX_IMPORT(kOnnxDft20, "DFT", 20).importer([](OnnxImportCtx& c) { importDf
 // frame_step (input 1) and frame_length (input 3) are read now.
 ONYX_ONNX_IMPORT(kOnnxStft, "STFT", 17).importer([](OnnxImportCtx& c) {
   Expr x = c.input(0);
-  int64_t step = static_cast<int64_t>(c.scalar(1));
+  int64_t step = c.intScalar(1);
   Expr window = c.numInputs() > 2 && c.hasInput(2) ? c.input(2) : nullptr;
-  int64_t length = c.numInputs() > 3 && c.hasInput(3) ? static_cast<int64_t>(c.scalar(3)) : 0;
+  int64_t length = c.numInputs() > 3 && c.hasInput(3) ? c.intScalar(3) : 0;
   c.check(c.numInputs() <= 3 || !c.hasInput(3) || length >= 1, "frame_length must be >= 1, got ", length);
   bool onesided = c.attrInt("onesided", 1) != 0;
   c.setOutput(0, stft(x, step, window, length, onesided));
@@ -52,7 +52,7 @@ namespace {
 
 // size (input 0) is read now; output_datatype defaults to float, periodic to 1.
 void importWindow(OnnxImportCtx& c, Expr (*f)(ExpressionGraph&, int64_t, bool, Type)) {
-  int64_t size = static_cast<int64_t>(c.scalar(0));
+  int64_t size = c.intScalar(0);
   c.check(size >= 0, "size must be >= 0, got ", size);
   Type t = static_cast<Type>(c.attrInt("output_datatype", int64_t(Type::float32)));
   c.check(isComputeType(t) && t != Type::boolean, "output_datatype ", int64_t(t), " is not a numeric type");
@@ -73,8 +73,8 @@ ONYX_ONNX_IMPORT(kOnnxBlackman, "BlackmanWindow", 17).importer([](OnnxImportCtx&
 ONYX_ONNX_IMPORT(kOnnxMelWeightMatrix, "MelWeightMatrix", 17).importer([](OnnxImportCtx& c) {
   Type t = static_cast<Type>(c.attrInt("output_datatype", int64_t(Type::float32)));
   c.check(isComputeType(t) && t != Type::boolean, "output_datatype ", int64_t(t), " is not a numeric type");
-  c.setOutput(0, mel_weight_matrix(c.graph(), static_cast<int64_t>(c.scalar(0)), static_cast<int64_t>(c.scalar(1)),
-                                   static_cast<int64_t>(c.scalar(2)), c.scalar(3), c.scalar(4), t));
+  c.setOutput(0, mel_weight_matrix(c.graph(), c.intScalar(0), c.intScalar(1),
+                                   c.intScalar(2), c.scalar(3), c.scalar(4), t));
 });
 
 }  // namespace onyx

@@ -49,7 +49,7 @@ ONYX_ONNX_IMPORT(kOnnxDeformConv, "DeformConv", 19).importer([](OnnxImportCtx& c
 // absent keeps every score. Opsets 10 and 11 differ in documentation only.
 ONYX_ONNX_IMPORT(kOnnxNms, "NonMaxSuppression", 10).importer([](OnnxImportCtx& c) {
   auto opt = [&](size_t i) { return c.numInputs() > i && c.hasInput(i) && c.value(i)->size() > 0; };
-  int64_t maxPer = opt(2) ? static_cast<int64_t>(c.scalar(2)) : 0;
+  int64_t maxPer = opt(2) ? c.intScalar(2) : 0;
   double iou = opt(3) ? c.scalar(3) : 0.0;
   bool hasScore = opt(4);
   double score = hasScore ? c.scalar(4) : 0.0;

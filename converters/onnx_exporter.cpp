@@ -1,5 +1,9 @@
 #include <onyx/converters/onnx_exporter.h>
 
+#include <zlib.h>
+
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -204,8 +208,24 @@ public:
     r.nodesByType = nodesByType_;
     r.initializers = initializers_;
     r.initializerBytes = initializerBytes_;
-    r.externalData = std::move(external_);
     r.externalDataFile = options_.externalDataFile;
+    if(options_.fingerprintDataFile && !external_.empty()) {
+      // zlib's crc32 takes a uInt length: 1 GiB at a time.
+      uLong h = 0;
+      for(size_t at = 0; at < external_.size(); at += (size_t(1) << 30)) {
+        size_t len = std::min(external_.size() - at, size_t(1) << 30);
+        h = crc32(h, reinterpret_cast<const Bytef*>(external_.data() + at), static_cast<uInt>(len));
+      }
+      char crc[24];
+      std::snprintf(crc, sizeof crc, ".%08lx", static_cast<unsigned long>(h));
+      std::string& f = r.externalDataFile;
+      size_t dot = f.rfind('.');
+      f = dot == std::string::npos || dot == 0 ? f + crc : f.substr(0, dot) + crc + f.substr(dot);
+      for(auto& init : *model.mutable_graph()->mutable_initializer())
+        for(auto& e : *init.mutable_external_data())
+          if(e.key() == "location") e.set_value(f);
+    }
+    r.externalData = std::move(external_);
     ONYX_CHECK(model.SerializeToString(&r.model), "export: the model does not serialize (over 2 GB? use external data)");
     return r;
   }

@@ -53,6 +53,11 @@ struct ExportOptions {
   // next to the model (-1: never).
   int64_t externalDataThreshold = -1;
   std::string externalDataFile;  // its name, relative to the model (default: <model file name>.data)
+  // The data file's name carries the CRC-32 of its bytes before the
+  // extension (big.onnx.data -> big.onnx.1a2b3c4d.data): a model and its data
+  // are then replaced as a pair, since a new export never writes over the
+  // file an older model reads (onnx-export; docs/cli.md).
+  bool fingerprintDataFile = false;
 };
 
 // The model's bytes (what writeOnnxModel writes) and what it holds.

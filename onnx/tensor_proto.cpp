@@ -50,7 +50,7 @@ std::string readExternal(const ::onnx::TensorProto& t, const std::string& dir, c
   if(static_cast<size_t>(length) != expectBytes)
     throw Error(str(what, ": external data length ", length, " does not match its shape (", expectBytes, " bytes)"));
   if(static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) > fileSize)
-    throw Error(str(what, ": external data [", offset, ", ", offset + length, ") lies beyond the end of '", location,
+    throw Error(str(what, ": external data [", offset, ", ", static_cast<uint64_t>(offset) + static_cast<uint64_t>(length), ") lies beyond the end of '", location,
                     "' (", fileSize, " bytes)"));
   std::ifstream in(full, std::ios::binary);
   in.seekg(offset);
@@ -60,10 +60,27 @@ std::string readExternal(const ::onnx::TensorProto& t, const std::string& dir, c
   return data;
 }
 
-template <class Field>
-void checkCount(const Field& f, int64_t n, const std::string& what, const char* name) {
-  if(static_cast<int64_t>(f.size()) != n)
-    throw Error(str(what, ": ", name, " holds ", f.size(), " values but the shape needs ", n));
+// The typed field a TensorProto without raw_data keeps its values in, and how
+// many values the shape needs there (packed types store bytes).
+struct TypedField {
+  const char* name = nullptr;
+  int64_t count = 0;
+};
+
+TypedField typedField(const ::onnx::TensorProto& t, Type type) {
+  switch(type) {
+    case Type::float32: return {"float_data", t.float_data_size()};
+    case Type::float64: return {"double_data", t.double_data_size()};
+    case Type::int64: return {"int64_data", t.int64_data_size()};
+    case Type::uint32: case Type::uint64: return {"uint64_data", t.uint64_data_size()};
+    case Type::int32: case Type::int16: case Type::int8: case Type::uint16: case Type::uint8:
+    case Type::boolean: case Type::float16: case Type::bfloat16:
+    case Type::float8e4m3fn: case Type::float8e4m3fnuz: case Type::float8e5m2: case Type::float8e5m2fnuz:
+    case Type::float8e8m0:
+    case Type::int4: case Type::uint4: case Type::float4e2m1: case Type::int2: case Type::uint2:
+      return {"int32_data", t.int32_data_size()};
+    default: return {};
+  }
 }
 
 }  // namespace
@@ -75,57 +92,82 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
     if(d < 0) throw Error(str(what, ": negative dimension ", d));
     dims.push_back(d);
   }
-  Shape shape(dims);
+  Shape shape = [&] {
+    try {
+      return Shape(dims);
+    } catch(const Error& e) {
+      throw Error(str(what, ": ", e.what()));
+    }
+  }();
   int64_t n = shape.elements();
   if(type == Type::complex64 || type == Type::complex128)
     throw Error(str(what, ": element type ", typeName(type), " is not supported"));
-  Tensor out = TensorBase::create(shape, type);
+  // The data is checked against the shape before anything is allocated: a
+  // header that claims 2^50 elements over a few bytes is an error, not an
+  // allocation.
   if(type == Type::string) {
     if(static_cast<int64_t>(t.string_data_size()) != n)
       throw Error(str(what, ": string_data holds ", t.string_data_size(), " values but the shape needs ", n));
+    Tensor out = TensorBase::create(shape, type);
     for(int64_t i = 0; i < n; ++i) out->strings()[static_cast<size_t>(i)] = t.string_data(static_cast<int>(i));
     return out;
   }
-  size_t bytes = out->bytes();
-  char* dst = static_cast<char*>(out->raw());
+  size_t bytes = typeBytes(type, static_cast<size_t>(n));
+  const bool packed = typeBits(type) < 8;
+  // Bytes are copied as they are, except bool, which is normalised to 0/1
+  // (any other byte would be undefined behaviour in a bool kernel).
+  auto finish = [&](Tensor out) {
+    if(type == Type::boolean) {
+      auto* p = static_cast<uint8_t*>(out->raw());
+      for(size_t i = 0; i < bytes; ++i) p[i] = p[i] != 0;
+    }
+    return out;
+  };
   if(t.data_location() == ::onnx::TensorProto::EXTERNAL) {
     std::string data = readExternal(t, dir, what, bytes);
-    if(bytes) std::memcpy(dst, data.data(), bytes);
-    return out;
+    Tensor out = TensorBase::create(shape, type);
+    if(bytes) std::memcpy(out->raw(), data.data(), bytes);
+    return finish(out);
   }
   if(t.has_raw_data()) {
     if(t.raw_data().size() != bytes)
       throw Error(str(what, ": raw_data has ", t.raw_data().size(), " bytes but shape ", shape, " of ", typeName(type),
                       " needs ", bytes));
-    if(bytes) std::memcpy(dst, t.raw_data().data(), bytes);
-    return out;
+    Tensor out = TensorBase::create(shape, type);
+    if(bytes) std::memcpy(out->raw(), t.raw_data().data(), bytes);
+    return finish(out);
   }
+  TypedField field = typedField(t, type);
+  if(!field.name) throw Error(str(what, ": element type ", typeName(type), " is not supported"));
+  int64_t need = packed ? static_cast<int64_t>(bytes) : n;
+  if(field.count != need)
+    throw Error(str(what, ": ", field.name, " holds ", field.count, packed ? " bytes" : " values",
+                    " but the shape needs ", need));
+  Tensor out = TensorBase::create(shape, type);
+  char* dst = static_cast<char*>(out->raw());
   switch(type) {
     case Type::float32:
-      checkCount(t.float_data(), n, what, "float_data");
       if(n) std::memcpy(dst, t.float_data().data(), bytes);
       break;
     case Type::float64:
-      checkCount(t.double_data(), n, what, "double_data");
       if(n) std::memcpy(dst, t.double_data().data(), bytes);
       break;
     case Type::int64:
-      checkCount(t.int64_data(), n, what, "int64_data");
       if(n) std::memcpy(dst, t.int64_data().data(), bytes);
       break;
     case Type::uint32: case Type::uint64:
-      checkCount(t.uint64_data(), n, what, "uint64_data");
       for(int64_t i = 0; i < n; ++i) {
         uint64_t v = t.uint64_data(static_cast<int>(i));
         if(type == Type::uint32) reinterpret_cast<uint32_t*>(dst)[i] = static_cast<uint32_t>(v);
         else reinterpret_cast<uint64_t*>(dst)[i] = v;
       }
       break;
-    case Type::int32: case Type::int16: case Type::int8: case Type::uint16: case Type::uint8:
-    case Type::boolean: case Type::float16: case Type::bfloat16:
-    case Type::float8e4m3fn: case Type::float8e4m3fnuz: case Type::float8e5m2: case Type::float8e5m2fnuz:
-    case Type::float8e8m0:
-      checkCount(t.int32_data(), n, what, "int32_data");
+    default:
+      if(packed) {  // several elements per byte; int32_data holds the bytes
+        for(int64_t i = 0; i < need; ++i)
+          reinterpret_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
+        break;
+      }
       for(int64_t i = 0; i < n; ++i) {
         int32_t v = t.int32_data(static_cast<int>(i));
         switch(typeBits(type)) {
@@ -135,18 +177,8 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
         }
       }
       break;
-    case Type::int4: case Type::uint4: case Type::float4e2m1: case Type::int2: case Type::uint2: {
-      // Packed types (several elements per byte); int32_data holds the bytes.
-      int64_t packed = static_cast<int64_t>(bytes);
-      if(static_cast<int64_t>(t.int32_data_size()) != packed)
-        throw Error(str(what, ": int32_data holds ", t.int32_data_size(), " bytes but the shape needs ", packed));
-      for(int64_t i = 0; i < packed; ++i) reinterpret_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
-      break;
-    }
-    default:
-      throw Error(str(what, ": element type ", typeName(type), " is not supported"));
   }
-  return out;
+  return finish(out);
 }
 
 void tensorToOnnx(const TensorBase& t, ::onnx::TensorProto& out) {

@@ -2,6 +2,10 @@
 # Set-up and the two things a new user runs (see README.md):
 #   tools/dev.sh demo   install deps, build, run the bundled example end to end
 #   tools/dev.sh test   install deps, build, run the whole test suite (ctest)
+#   tools/dev.sh sanitize  the tools built with ASan + UBSan (build-asan, CUDA
+#                       off) run ONNX's node tests, the CLI checks and a
+#                       fixed-budget fuzz run (FUZZ_MINUTES, default 3); any
+#                       sanitizer report fails it (docs/security.md)
 #   tools/dev.sh bench [ARGS]  install deps (+ torchvision), build, run
 #                       tools/bench_vs_ort.py ARGS (docs/performance.md)
 # BUILD_DIR (default: build) and JOBS (default: nproc) can be overridden.
@@ -104,13 +108,30 @@ case "${1:-}" in
     deps test; build
     cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS"
     ;;
+  sanitize)
+    deps test
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+    SAN_DIR=${SAN_DIR:-build-asan}
+    cmake -S . -B "$SAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+      -DONYX_SANITIZE=address,undefined -DONYX_CUDA=OFF -DONYX_PYTHON=OFF -DONYX_BUILD_TESTS=OFF >/dev/null
+    cmake --build "$SAN_DIR" -j "$JOBS" --target onnx-run onnx-test onnx-import onnx-export onnx-train onnx-bench
+    # Leaks are not checked (the process exits right after); every other
+    # report aborts with a non-zero status (-fno-sanitize-recover).
+    export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=8192
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    "$SAN_DIR"/tools/onnx-test "$ONNX_NODE_DIR" --rtol 1e-3 --atol 1e-5 \
+      --known-failures tests/conformance/pip_onnx_node.txt
+    bash tests/tools/cli_checks.sh "$PWD/$SAN_DIR/tools" "$PWD"
+    python3 tools/fuzz_models.py --bin "$SAN_DIR/tools" --seeds "$ONNX_NODE_DIR" models/onnx \
+      --minutes "${FUZZ_MINUTES:-3}" --seed "${FUZZ_SEED:-1}" --out "$SAN_DIR/fuzz-findings"
+    ;;
   bench)
     # e.g. tools/dev.sh bench --out docs/performance.md (the full run, ~20 min)
     deps bench; build
     python3 tools/bench_vs_ort.py --bin "$BUILD_DIR/tools" "${@:2}"
     ;;
   *)
-    echo "usage: tools/dev.sh demo|test|bench [bench_vs_ort.py args]" >&2
+    echo "usage: tools/dev.sh demo|test|sanitize|bench [bench_vs_ort.py args]" >&2
     exit 2
     ;;
 esac

@@ -50,6 +50,22 @@ std::string pythonCheck(const std::string& path) {
 
 }  // namespace
 
+// After a model is in place: the fingerprinted data files of earlier exports
+// to the same name (MODEL.<8 hex digits>.data) that it no longer reads.
+static void removeStaleDataFiles(const std::string& modelPath, const std::string& keep) {
+  fs::path dir = fs::path(modelPath).parent_path();
+  std::string stem = fs::path(modelPath).filename().string() + ".";
+  std::error_code ec;
+  for(const auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+    std::string n = e.path().filename().string();
+    if(n == keep || n.size() != stem.size() + 13 || n.compare(0, stem.size(), stem) != 0 ||
+       n.compare(n.size() - 5, 5, ".data") != 0)
+      continue;
+    std::string hex = n.substr(stem.size(), 8);
+    if(hex.find_first_not_of("0123456789abcdef") == std::string::npos) fs::remove(e.path(), ec);
+  }
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"Exports a native Onyx model (.npz, as onnx-import writes it) to ONNX.\n\n"
                "Examples:\n"
@@ -109,17 +125,25 @@ int main(int argc, char** argv) {
     if(threshold >= 0) {
       eo.externalDataThreshold = threshold;
       eo.externalDataFile = fs::path(outPath).filename().string() + ".data";
+      eo.fingerprintDataFile = true;  // MODEL.onnx.<crc32>.data: model and data replaced as a pair
     }
     ExportResult r = exportOnnx(spec, eo);
     checkOnnxModel(r.model, outPath);
     // Validate in a temporary file next to the output, then rename it into place.
     std::string tmp = outPath + ".tmp." + std::to_string(::getpid());
     std::string checker = "libonnx " + std::to_string(onnxCheckerMaxOpset()) + " checker + strict shape inference";
+    // The data file is named by its content: writing it never touches the
+    // file the model being replaced reads, so a kill at any moment leaves
+    // either the old pair or the new one. A failed check removes the new data
+    // file unless it was there before (same content as an older export).
+    fs::path dataPath = fs::path(outPath).parent_path() / r.externalDataFile;
+    bool dataExisted = !r.externalData.empty() && fs::exists(dataPath);
     if(r.opset > onnxCheckerMaxOpset()) {
       writeOnnxModel(tmp, r);
       std::string msg = pythonCheck(tmp);
       if(!msg.empty() && msg.rfind("skip: ", 0) != 0) {
         std::remove(tmp.c_str());
+        if(!r.externalData.empty() && !dataExisted) fs::remove(dataPath);
         throw Error(str(outPath, ": ONNX checker: ", msg));
       }
       checker = msg.empty() ? "python onnx checker (full_check)"
@@ -132,6 +156,7 @@ int main(int argc, char** argv) {
     } else {
       writeOnnxModel(outPath, r);
     }
+    removeStaleDataFiles(outPath, r.externalData.empty() ? "" : r.externalDataFile);
     // A symbolic dim is only worth its name if the model runs at another
     // size: try each named input dim at its size + 1 (zeros as data).
     bool dynamic = false;

@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
   app.add_option("--test-data", testData,
                  "a test_data_set_N folder: inputs from its input_*.pb (unless --input), outputs compared with output_*.pb");
   app.add_option("--threads", threads, "CPU threads (0: default)");
+  std::string maxMemory;
+  app.add_option("--max-memory", maxMemory,
+                 "the most memory the run's values may take, e.g. 512M or 2G (default: no limit); more is an error");
   app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
   OptLevel optLevel = OptLevel::all;
   tools::addOptLevelOption(app, optLevel);
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
     so.device = parseDevice(device);
     so.threads = threads;
     so.optimization = optLevel;
+    if(!maxMemory.empty()) so.maxMemoryBytes = tools::parseByteSize(maxMemory, "--max-memory");
     Session session(model, so);
     HostValues in;
     tools::TestDataSet set;

@@ -14,6 +14,26 @@
 namespace onyx {
 namespace tools {
 
+size_t parseByteSize(const std::string& text, const char* flag) {
+  size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(text, &used);
+  } catch(const std::exception&) {
+    used = 0;
+  }
+  int shift = 0;
+  std::string unit = used ? text.substr(used) : "";
+  if(unit == "K" || unit == "k") shift = 10;
+  else if(unit == "M" || unit == "m") shift = 20;
+  else if(unit == "G" || unit == "g") shift = 30;
+  else if(unit == "T" || unit == "t") shift = 40;
+  else if(!unit.empty()) used = 0;
+  if(!used || text[0] == '-' || n > ((1ull << 62) >> shift))
+    throw Error(str(flag, " '", text, "': expected a size in bytes such as 4096, 512M or 2G (at most 2^62)"));
+  return static_cast<size_t>(n << shift);
+}
+
 void addOptLevelOption(CLI::App& app, OptLevel& level) {
   app.add_option_function<std::string>(
          "--opt-level", [&level](const std::string& s) { level = parseOptLevel(s); },

@@ -14,6 +14,9 @@ class App;
 namespace onyx {
 namespace tools {
 
+// "4096", "512K", "64M", "2G" (powers of 1024) as bytes; anything else, or
+// a size beyond 2^62, is an onyx::Error naming `flag`.
+size_t parseByteSize(const std::string& text, const char* flag);
 // --opt-level none|basic|all, parsed into `level` (SessionOptions::optimization).
 void addOptLevelOption(CLI::App& app, OptLevel& level);
 

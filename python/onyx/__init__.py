@@ -145,7 +145,8 @@ class InferenceSession:
     """Runs an ONNX model (onnxruntime's InferenceSession, in Onyx).
 
     InferenceSession(path_or_bytes, threads=0, device="cpu", optimization="all",
-                     disabled_passes=(), profile=False, providers=None)
+                     disabled_passes=(), profile=False, providers=None,
+                     max_cached_graphs=64, max_memory_bytes=0)
 
     - path_or_bytes: a file path, or the serialized model (bytes).
     - threads: the CPU threads (0: OpenMP's default).
@@ -153,14 +154,19 @@ class InferenceSession:
       means the same as device="gpu0".
     - optimization: the graph passes, "none", "basic" or "all".
     - profile: time every node; profile_report() prints the table.
+    - max_cached_graphs: graphs kept for reuse (one per input-shape signature
+      and concurrent run), least recently used dropped first; clear_cache()
+      drops them all.
+    - max_memory_bytes: the most one run's values may take (0: no limit);
+      more raises OnyxError instead of the process being killed.
 
-    One session serves one run at a time (concurrent calls from several
-    threads wait for each other); sessions of their own run in parallel, the
-    GIL released.
+    One session may be run from several threads at once (the GIL is
+    released; each run owns a graph of its own), with the results of
+    single-threaded runs.
     """
 
     def __init__(self, path_or_bytes, threads=0, device="cpu", optimization="all", disabled_passes=(),
-                 profile=False, providers=None, sess_options=None):
+                 profile=False, providers=None, sess_options=None, max_cached_graphs=64, max_memory_bytes=0):
         del sess_options  # onnxruntime's; Onyx takes its options as arguments
         pd = _providers_device(providers)
         if pd is not None:
@@ -173,7 +179,8 @@ class InferenceSession:
             _warnings.warn(w, stacklevel=2)
         self._device = device
         self._sess = _onyx.Session(self._model, threads=threads, device=device, optimization=optimization,
-                                   disabled_passes=list(disabled_passes), profile=profile)
+                                   disabled_passes=list(disabled_passes), profile=profile,
+                                   max_cached_graphs=max_cached_graphs, max_memory_bytes=max_memory_bytes)
         self._inputs = [NodeArg(i) for i in self._model.inputs]
         self._outputs = [NodeArg(o) for o in self._model.outputs]
         self._kinds = {i.name: i.kind for i in self._inputs}
@@ -233,8 +240,17 @@ class InferenceSession:
 
     @property
     def graphs_built(self):
-        """Graphs built so far (one per input-shape signature)."""
+        """Graphs built so far (one per input-shape signature, plus rebuilds)."""
         return self._sess.graphs_built
+
+    @property
+    def graphs_cached(self):
+        """Graphs the cache holds now (at most max_cached_graphs)."""
+        return self._sess.graphs_cached
+
+    def clear_cache(self):
+        """Drops every cached graph (runs in progress keep theirs)."""
+        self._sess.clear_cache()
 
     def profile_report(self):
         """The profiler's table (a session made with profile=True)."""

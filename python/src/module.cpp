@@ -9,8 +9,9 @@
 //   memory, which the Tensor keeps alive (TensorBase::wrap);
 // - out: a Tensor becomes a numpy array over the Tensor's memory, which the
 //   array keeps alive through a capsule.
-// The GIL is released while a session runs or a trainer steps; a session
-// serializes its own runs (a mutex), different sessions run in parallel.
+// The GIL is released while a session runs or a trainer steps; runs on one
+// session from several Python threads run in parallel (onyx::Session is
+// thread-safe: each run owns a graph of its own).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
@@ -20,7 +21,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <mutex>
 #include <optional>
 
 #include <onyx/backend/cpu/parallel.h>
@@ -306,7 +306,6 @@ nb::dict valueInfo(const ValueInfo& v) {
 struct PySession {
   std::shared_ptr<Model> model;
   std::unique_ptr<Session> session;
-  std::mutex mu;  // one run at a time on this session
 
   nb::dict run(const std::optional<std::vector<std::string>>& outputs, nb::dict feeds) {
     HostValues in;
@@ -321,7 +320,6 @@ struct PySession {
     HostValues out;
     {
       nb::gil_scoped_release nogil;
-      std::lock_guard<std::mutex> lock(mu);
       out = session->runValues(in, names);
     }
     nb::dict r;
@@ -519,8 +517,11 @@ NB_MODULE(_onyx, m) {
       .def(
           "__init__",
           [](PySession* self, std::shared_ptr<Model> model, int threads, const std::string& device,
-             const std::string& optimization, std::vector<std::string> disabledPasses, bool profile) {
+             const std::string& optimization, std::vector<std::string> disabledPasses, bool profile,
+             size_t maxCachedGraphs, size_t maxMemoryBytes) {
             SessionOptions o;
+            o.maxCachedGraphs = maxCachedGraphs;
+            o.maxMemoryBytes = maxMemoryBytes;
             o.threads = threads;
             o.device = deviceOf(device);
             o.optimization = optLevelOf(optimization);
@@ -531,18 +532,19 @@ NB_MODULE(_onyx, m) {
             self->session = std::make_unique<Session>(model, o);
           },
           "model"_a, "threads"_a = 0, "device"_a = "cpu", "optimization"_a = "all",
-          "disabled_passes"_a = std::vector<std::string>{}, "profile"_a = false)
+          "disabled_passes"_a = std::vector<std::string>{}, "profile"_a = false, "max_cached_graphs"_a = 64,
+          "max_memory_bytes"_a = 0)
       .def("run", &PySession::run, "outputs"_a.none(), "feeds"_a)
       .def_prop_ro("graphs_built", [](PySession& s) { return s.session->graphsBuilt(); })
+      .def_prop_ro("graphs_cached", [](PySession& s) { return s.session->graphsCached(); })
+      .def("clear_cache", [](PySession& s) { s.session->clearCache(); })
       .def("profile_report",
            [](PySession& s) {
-             std::lock_guard<std::mutex> lock(s.mu);
              const auto& p = s.session->profiler();
              if(!p) throw Error("profile_report: the session was made without profile=True");
              return p->report();
            })
       .def("_input_address", [](PySession& s, const std::string& name) -> uintptr_t {
-        std::lock_guard<std::mutex> lock(s.mu);
         auto g = s.session->lastGraph();
         if(!g) throw Error("no run yet");
         Expr e = g->get(name);

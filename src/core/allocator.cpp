@@ -52,8 +52,14 @@ void Allocator::addChunk(size_t bytes) {
   logging::memory(str("Reserving ", bytes, " B, device ", device_.toString()));
 }
 
+size_t Allocator::alignedSize(size_t bytes) const {
+  ONYX_CHECK(bytes <= (size_t(1) << 62), "cannot allocate ", bytes, " bytes");
+  return (bytes + align_ - 1) / align_ * align_;
+}
+
 void Allocator::reserve(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if(limit_) bytes = std::min(bytes, limit_);
   if(bytes > capacity_) addChunk(bytes - capacity_);
 }
 
@@ -72,7 +78,13 @@ void* Allocator::allocLocked(size_t bytes) {
     }
   if(best == free_.end()) {
     // Grow geometrically so that a warm-up run settles quickly.
-    addChunk(std::max(bytes, capacity_ / 2));
+    size_t grow = std::max(bytes, capacity_ / 2);
+    if(limit_ && capacity_ + grow > limit_) {
+      ONYX_CHECK(capacity_ + bytes <= limit_, "memory limit: a tensor of ", bytes, " bytes does not fit in the limit of ",
+                 limit_, " bytes (", inUse_, " in use, ", capacity_, " reserved; raise maxMemoryBytes / --max-memory)");
+      grow = limit_ - capacity_;
+    }
+    addChunk(grow);
     return allocLocked(bytes);
   }
   uintptr_t addr = best->first;

@@ -22,10 +22,14 @@ public:
   Allocator& operator=(const Allocator&) = delete;
 
   void reserve(size_t bytes);  // grow total capacity to at least `bytes`
+  // The most this arena may hold in all (0: no limit). Growing past it is an
+  // onyx::Error naming the request, not an out-of-memory kill.
+  void setLimit(size_t bytes) { limit_ = bytes; }
+  size_t limit() const { return limit_; }
   void* alloc(size_t bytes);   // aligned; never returns null
   void free(void* p, size_t bytes);
 
-  size_t alignedSize(size_t bytes) const { return (bytes + align_ - 1) / align_ * align_; }
+  size_t alignedSize(size_t bytes) const;
   size_t capacity() const { return capacity_; }
   size_t bytesInUse() const { return inUse_; }
   size_t peakBytes() const { return peak_; }
@@ -40,7 +44,7 @@ private:
   size_t align_;
   std::vector<std::pair<uint8_t*, size_t>> chunks_;
   std::map<uintptr_t, size_t> free_;  // address -> size, adjacent blocks merged
-  size_t capacity_ = 0, inUse_ = 0, peak_ = 0;
+  size_t capacity_ = 0, inUse_ = 0, peak_ = 0, limit_ = 0;
   std::mutex mutex_;
 };
 

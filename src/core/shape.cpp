@@ -2,18 +2,28 @@
 
 #include <ostream>
 
+#include <onyx/core/checked.h>
 #include <onyx/core/error.h>
 
 namespace onyx {
 
+// The one place a shape is checked: no negative dimension, and the element
+// count (computed without wrapping) at most kMaxTensorElements, so that
+// elements() and every byte size derived from it are exact.
 void Shape::validate() const {
-  for(auto d : dims_)
+  int64_t n = 1;
+  bool huge = false, empty = false;
+  for(auto d : dims_) {
     ONYX_CHECK(d >= 0, "shape ", toString(), " has a negative dimension");
+    if(d == 0) empty = true;
+    else if(huge || __builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements) huge = true;
+  }
+  ONYX_CHECK(empty || !huge, "shape ", toString(), " has more than 2^56 elements (the most a tensor may have)");
 }
 
 int64_t Shape::elements() const {
   int64_t n = 1;
-  for(auto d : dims_) n *= d;
+  for(auto d : dims_) n *= d;  // cannot overflow: validate() bounds the product
   return n;
 }
 
@@ -32,7 +42,15 @@ int Shape::axis(int64_t i) const {
 
 void Shape::set(int i, int64_t d) {
   ONYX_CHECK(d >= 0, "cannot set dimension ", i, " of shape ", toString(), " to negative ", d);
-  dims_[static_cast<size_t>(axis(i))] = d;
+  auto& slot = dims_[static_cast<size_t>(axis(i))];
+  int64_t old = slot;
+  slot = d;
+  try {
+    validate();
+  } catch(...) {
+    slot = old;
+    throw;
+  }
 }
 
 Shape::Dims Shape::strides() const {

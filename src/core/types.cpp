@@ -1,5 +1,7 @@
 #include <onyx/core/types.h>
 
+#include <onyx/core/checked.h>
+
 #include <cmath>
 #include <limits>
 #include <ostream>
@@ -30,6 +32,8 @@ Type typeFromName(const std::string& name) {
 int typeBits(Type t) { return valid(t) ? kBits[static_cast<int>(t)] : 0; }
 
 size_t typeBytes(Type t, size_t n) {
+  ONYX_CHECK(n <= static_cast<size_t>(kMaxTensorElements), typeName(t), " data of ", n,
+             " elements: more than 2^56 elements (the most a tensor may have)");
   if(t == Type::string) return n * sizeof(void*);
   return (n * static_cast<size_t>(typeBits(t)) + 7) / 8;
 }

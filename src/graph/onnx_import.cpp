@@ -1,5 +1,7 @@
 #include <onyx/graph/onnx_import.h>
 
+#include <cmath>
+
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/op_def.h>
 
@@ -32,6 +34,15 @@ double OnnxImportCtx::scalar(size_t i) {
   Tensor t = value(i);
   check(t->size() == 1, "input ", i, " must hold one value, got shape ", t->shape());
   return t->getAsDouble(0);
+}
+
+int64_t OnnxImportCtx::intScalar(size_t i) {
+  Tensor t = value(i);
+  check(t->size() == 1, "input ", i, " must hold one value, got shape ", t->shape());
+  if(isInt(t->type())) return t->toVector<int64_t>()[0];
+  double v = t->getAsDouble(0);
+  check(std::isfinite(v) && v >= -9.2e18 && v <= 9.2e18, "input ", i, " holds ", v, ", not a usable integer");
+  return static_cast<int64_t>(v);
 }
 
 int64_t OnnxImportCtx::attrInt(const char* name) {

@@ -83,6 +83,9 @@ public:
   virtual OnnxValue valueByName(const std::string& name) = 0;
   std::vector<int64_t> ints(size_t i);  // value(i) as int64s
   double scalar(size_t i);              // value(i)'s only element
+  // value(i)'s only element as an exact int64 (an integer tensor read as it
+  // is; a float one must hold a finite value in int64's range).
+  int64_t intScalar(size_t i);
 
   // ---- training
   // Whether the graph is built for a training step: the initializers are

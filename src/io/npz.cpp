@@ -193,21 +193,23 @@ Tensor parseNpy(const std::string& b, const std::string& where) {
       fail(where, ": malformed .npy shape '", h.substr(s0, s1 - s0 + 1), "'");
     }
   }
-  Shape shape(dims);
   // The data's size against the header's shape, in checked arithmetic and
-  // before anything is allocated (a header may claim any shape).
+  // before anything is allocated or a Shape made (a header may claim any shape).
+  std::string shapeText;
+  for(size_t i = 0; i < dims.size(); ++i) shapeText += (i ? "x" : "") + std::to_string(dims[i]);
+  if(dims.empty()) shapeText = "scalar";
   const size_t have = b.size() - hoff - hlen;
   size_t n = 1, need = 0;
   bool overflow = false;
   for(int64_t d : dims) {
-    ONYX_CHECK(d >= 0, where, ": negative dim in .npy shape ", shape);
+    ONYX_CHECK(d >= 0, where, ": negative dim in .npy shape ", shapeText);
     overflow |= __builtin_mul_overflow(n, static_cast<size_t>(d), &n);
   }
   const size_t elemBytes = unicode ? width * 4 : static_cast<size_t>(typeBits(type) / 8);
   overflow |= __builtin_mul_overflow(n, elemBytes, &need);
-  ONYX_CHECK(!overflow && need == have, where, ": .npy data has ", have, " bytes but shape ", shape, " of ", descr,
+  ONYX_CHECK(!overflow && need == have, where, ": .npy data has ", have, " bytes but shape ", shapeText, " of ", descr,
              overflow ? " needs more than fits in memory" : str(" needs ", need));
-  Tensor t = TensorBase::create(shape, type);
+  Tensor t = TensorBase::create(Shape(dims), type);
   if(unicode) {
     size_t o = hoff + hlen;
     for(size_t i = 0; i < n; ++i) {
@@ -357,8 +359,14 @@ std::vector<std::pair<std::string, std::string>> loadZip(const std::string& path
     ONYX_CHECK(data + csize <= z.size(), path, ": member '", name, "' is truncated");
     std::string bytes;
     if(method == 0) {
+      ONYX_CHECK(csize == usize, path, ": member '", name, "' is stored with ", csize, " bytes but claims ", usize,
+                 " (corrupt)");
       bytes = z.substr(data, csize);
     } else if(method == 8) {
+      // Deflate expands at most 1032:1: a larger claim is a lie, and is
+      // refused before the buffer it asks for is allocated.
+      ONYX_CHECK(usize <= csize * 1032 + 64, path, ": member '", name, "' claims ", usize, " bytes from ", csize,
+                 " compressed bytes, more than deflate can produce (corrupt)");
       bytes.resize(usize);
       z_stream s{};
       ONYX_CHECK(inflateInit2(&s, -MAX_WBITS) == Z_OK, path, ": zlib init failed");

@@ -9,6 +9,8 @@
 // 1 (kernel 1, stride 1, no padding), so one loop nest serves 1-D, 2-D and 3-D.
 #include <onyx/ops/convolution.h>
 
+#include <onyx/core/checked.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -428,9 +430,12 @@ std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::ve
   c.check(autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER", "unknown auto_pad '", autoPad, "'");
   for(int i = 0; i < nd; ++i) {
     size_t u = size_t(i);
-    int64_t in = xs[2 + i], s = strides[u], eff = (kernel[u] - 1) * dilations[u] + 1;
-    int64_t out = (in + s - 1) / s;
-    int64_t total = std::max<int64_t>(0, (out - 1) * s + eff - in);
+    const char* what = "auto_pad SAME";
+    int64_t in = xs[2 + i], s = strides[u];
+    c.check(s >= 1, "strides must be >= 1, got ", s);
+    int64_t eff = addChecked(mulChecked(kernel[u] - 1, dilations[u], what), 1, what);
+    int64_t out = in / s + (in % s != 0);
+    int64_t total = std::max<int64_t>(0, subChecked(addChecked(mulChecked(out - 1, s, what), eff, what), in, what));
     int64_t small = total / 2, big = total - small;
     pads[u] = autoPad == "SAME_UPPER" ? small : big;
     pads[u + size_t(nd)] = autoPad == "SAME_UPPER" ? big : small;
@@ -843,8 +848,11 @@ Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f
       for(int i = 0; i < nd; ++i) {
         size_t u = size_t(i);
         c.check(outPad[u] >= 0, "output_padding must be >= 0, got ", attrToString(op));
-        int64_t o = sp.strides[u] * (xs[2 + i] - 1) + outPad[u] + (ws[2 + i] - 1) * sp.dilations[u] + 1 - sp.pads[u] -
-                    sp.pads[u + size_t(nd)];
+        const char* what = "ConvTranspose output size";
+        int64_t o = mulChecked(sp.strides[u], xs[2 + i] - 1, what);
+        o = addChecked(o, outPad[u], what);
+        o = addChecked(o, mulChecked(ws[2 + i] - 1, sp.dilations[u], what), what);
+        o = subChecked(addChecked(o, 1, what), addChecked(sp.pads[u], sp.pads[u + size_t(nd)], what), what);
         c.check(o >= 0, "output spatial dim ", i, " would be ", o, " (pads too large)");
         out.push_back(o);
       }
@@ -885,19 +893,23 @@ Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f
               outShape.size());
       bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
       if(outShape.empty() && same)
-        for(int i = 0; i < nd; ++i) outShape.push_back(x->shape()[2 + i] * o.strides[size_t(i)]);
+        for(int i = 0; i < nd; ++i)
+          outShape.push_back(mulChecked(x->shape()[2 + i], o.strides[size_t(i)], "ConvTranspose output_shape"));
       if(autoPad == "VALID") pads.clear();
       std::vector<int64_t> natural;  // output size without pads
       for(int i = 0; i < nd; ++i) {
         size_t u = size_t(i);
-        natural.push_back(o.strides[u] * (x->shape()[2 + i] - 1) + o.outputPadding[u] + (k[u] - 1) * o.dilations[u] + 1);
+        const char* what = "ConvTranspose output size";
+        natural.push_back(addChecked(addChecked(mulChecked(o.strides[u], x->shape()[2 + i] - 1, what),
+                                                o.outputPadding[u], what),
+                                     addChecked(mulChecked(k[u] - 1, o.dilations[u], what), 1, what), what));
       }
       if(!outShape.empty() && (pads.empty() || same)) {
         // Pads generated from the requested output size (negative ones grow the output).
         pads.assign(size_t(2 * nd), 0);
         for(int i = 0; i < nd; ++i) {
           size_t u = size_t(i);
-          int64_t total = natural[u] - outShape[u];
+          int64_t total = subChecked(natural[u], outShape[u], "ConvTranspose pads");
           int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
           bool upper = autoPad == "SAME_UPPER";
           pads[u] = upper ? half : total - half;
@@ -907,7 +919,8 @@ Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f
         // Explicit pads and output size: the end pad absorbs the difference.
         for(int i = 0; i < nd; ++i) {
           size_t u = size_t(i);
-          pads[u + size_t(nd)] = natural[u] - pads[u] - outShape[u];
+          pads[u + size_t(nd)] = subChecked(subChecked(natural[u], pads[u], "ConvTranspose pads"), outShape[u],
+                                            "ConvTranspose pads");
         }
       }
       if(pads.empty()) pads.assign(size_t(2 * nd), 0);

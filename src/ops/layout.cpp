@@ -5,6 +5,8 @@
 // size for every type.
 #include <onyx/ops/layout.h>
 
+#include <onyx/core/checked.h>
+
 #include <string>
 #include <vector>
 
@@ -164,10 +166,10 @@ Expr concat(const std::vector<Expr>& xs, int axis) {
 Expr depth_to_space(Expr x, int64_t b, const std::string& mode) {
   const Shape& s = x->shape();
   ONYX_CHECK(s.rank() == 4, "depth_to_space: needs an NCHW input of rank 4, got ", s);
-  ONYX_CHECK(b > 0 && s[1] % (b * b) == 0, "depth_to_space: channels ", s[1], " are not divisible by blocksize^2 (",
-             b, "^2)");
+  ONYX_CHECK(b > 0 && s[1] % mulChecked(b, b, "depth_to_space: blocksize^2") == 0, "depth_to_space: channels ", s[1],
+             " are not divisible by blocksize^2 (", b, "^2)");
   ONYX_CHECK(mode == "DCR" || mode == "CRD", "depth_to_space: mode '", mode, "' is not DCR or CRD");
-  int64_t n = s[0], c = s[1] / (b * b), h = s[2], w = s[3];
+  int64_t n = s[0], c = s[1] / (b * b), h = s[2], w = s[3];  // b * b checked above
   Expr y;
   if(mode == "DCR")
     y = transpose(reshape(x, Shape{n, b, b, c, h, w}), {0, 3, 4, 1, 5, 2});

@@ -6,6 +6,7 @@
 // converters/import_normalization.cpp.
 #include <onyx/ops/norm.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <onyx/graph/onnx_export.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/nn.h>
+#include <onyx/ops/pooling.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
 #include <onyx/ops/slicing.h>
@@ -248,19 +250,17 @@ Expr lrn(Expr x, int64_t size, double alpha, double beta, double bias) {
   const Shape& s = x->shape();
   ONYX_CHECK(s.rank() >= 2, "lrn: x must have shape [N, C, ...], got ", s);
   ONYX_CHECK(size >= 1, "lrn: size must be >= 1, got ", size);
-  const int64_t C = s.dims()[1];
-  // Window [c - (size-1)/2, c + size/2]: zero-pad the squares along the
-  // channels and add `size` shifted slices.
-  std::vector<int64_t> pads(static_cast<size_t>(2 * s.rank()), 0);
-  pads[1] = (size - 1) / 2;
-  pads[static_cast<size_t>(s.rank()) + 1] = size / 2;
-  Expr sq = pad(x * x, pads);
-  Expr acc;
-  for(int64_t k = 0; k < size; ++k) {
-    Expr part = slice(sq, 1, k, k + C);
-    acc = acc ? acc + part : part;
-  }
-  return x * pow(acc * (alpha / double(size)) + bias, -beta);
+  // The window sum over channels [c - (size-1)/2, c + size/2] is a padded
+  // average pool over a [N, 1, C, rest] view of the squares (padding counted
+  // in the divisor, so the mean is sum / size): one node and one kernel loop
+  // for any size (unrolled into `size` slices, size = 1e6 built 2M nodes).
+  const int64_t N = s.dims()[0], C = s.dims()[1], rest = s.elements() / std::max<int64_t>(1, N * C);
+  Expr sq = reshape(x * x, Shape{N, 1, C, rest});
+  PoolOptions o;
+  o.pads = {(size - 1) / 2, 0, size / 2, 0};
+  o.countIncludePad = true;
+  Expr mean = reshape(average_pool(sq, {size, 1}, o), s);
+  return x * pow(mean * alpha + bias, -beta);
 }
 
 }  // namespace onyx

@@ -5,6 +5,8 @@
 // (Shape, Size, Squeeze, Unsqueeze, ...) are in converters/import_shape.cpp.
 #include <onyx/ops/shape.h>
 
+#include <onyx/core/checked.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -235,7 +237,7 @@ Expr tile(Expr x, const std::vector<int64_t>& repeats) {
     int64_t d = s.dims()[k], r = repeats[static_cast<size_t>(k)];
     pairs.insert(pairs.end(), {1, d});
     wide.insert(wide.end(), {r, d});
-    out.push_back(r * d);
+    out.push_back(mulChecked(r, d, "tile: repeats x dim"));
   }
   return reshape(expand(reshape(x, Shape(pairs)), Shape(wide)), Shape(out));
 }

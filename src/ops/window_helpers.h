@@ -47,10 +47,16 @@ inline host::Spatial checkedSpatial(InferCtx& c, int nd, bool padsNonNegative) {
   check("dilations", size_t(nd));
   check("pads", size_t(2 * nd));
   host::Spatial s = spatialOf(c.attrs, nd);
+  // Bounded so that window arithmetic over any valid shape stays exact
+  // (a stride of 2^61 wrapped ConvTranspose's output size).
+  const int64_t kMax = int64_t(1) << 32;
   for(int i = 0; i < nd; ++i) {
-    c.check(s.strides[i] >= 1, "strides must be >= 1, got ", attrToString(c.attrs.ints("strides")));
-    c.check(s.dilations[i] >= 1, "dilations must be >= 1, got ", attrToString(c.attrs.ints("dilations")));
+    c.check(s.strides[i] >= 1 && s.strides[i] <= kMax, "strides must be in 1..2^32, got ",
+            attrToString(c.attrs.ints("strides")));
+    c.check(s.dilations[i] >= 1 && s.dilations[i] <= kMax, "dilations must be in 1..2^32, got ",
+            attrToString(c.attrs.ints("dilations")));
   }
+  for(auto p : s.pads) c.check(p >= -kMax && p <= kMax, "pads must be within +-2^32, got ", attrToString(c.attrs.ints("pads")));
   if(padsNonNegative)
     for(auto p : s.pads) c.check(p >= 0, "pads must be >= 0, got ", attrToString(c.attrs.ints("pads")));
   return s;

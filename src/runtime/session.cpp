@@ -30,11 +30,54 @@ Session::Session(std::shared_ptr<const Model> model, SessionOptions options)
 }
 Session::~Session() = default;
 
-std::shared_ptr<ExpressionGraph> Session::lastGraph() const { return last_ ? last_->graph : nullptr; }
+std::shared_ptr<ExpressionGraph> Session::lastGraph() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_ ? last_->graph : nullptr;
+}
 
-const PassCounts& Session::passesFired() const {
-  static const PassCounts none;
-  return last_ ? last_->passes : none;
+PassCounts Session::passesFired() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_ ? last_->passes : PassCounts{};
+}
+
+size_t Session::graphsBuilt() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return built_;
+}
+
+size_t Session::graphsCached() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return idle_.size();
+}
+
+void Session::clearCache() {
+  std::list<std::pair<std::string, std::shared_ptr<Cached>>> dropped;
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropped.swap(idle_);
+}
+
+std::shared_ptr<Session::Cached> Session::take(const std::string& key) {
+  if(key.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for(auto it = idle_.begin(); it != idle_.end(); ++it)
+    if(it->first == key) {
+      auto c = std::move(it->second);
+      idle_.erase(it);
+      return c;
+    }
+  return nullptr;
+}
+
+void Session::give(const std::string& key, std::shared_ptr<Cached> c) {
+  std::shared_ptr<Cached> dropped;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_ = c;
+  if(key.empty() || !c->reusable || options_.maxCachedGraphs == 0) return;
+  idle_.emplace_front(key, std::move(c));
+  if(idle_.size() > options_.maxCachedGraphs) {
+    dropped = std::move(idle_.back().second);
+    idle_.pop_back();
+  }
 }
 
 namespace {
@@ -96,45 +139,44 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     for(const auto& i : model_->outputs()) known |= i.name == o;
     ONYX_CHECK(known, model_->path(), ": the model has no output '", o, "'");
   }
+  std::unique_lock<std::mutex> profiling;
+  if(profiler_) profiling = std::unique_lock<std::mutex>(profileMutex_);
   std::string key = signature(inputs);
-  Cached* c = nullptr;
-  if(!key.empty()) {
-    auto it = cache_.find(key);
-    if(it != cache_.end() && it->second->reusable) c = it->second.get();
-  }
+  std::shared_ptr<Cached> c = take(key);
   if(c) {
     for(const auto& kv : c->imported.inputNodes) kv.second->bind(inputs.at(kv.first).tensor);
     c->graph->forward();
   } else {
-    auto fresh = std::make_unique<Cached>();
-    fresh->graph = std::make_shared<ExpressionGraph>();
-    ExpressionGraph& g = *fresh->graph;
+    c = std::make_shared<Cached>();
+    c->graph = std::make_shared<ExpressionGraph>();
+    ExpressionGraph& g = *c->graph;
     g.setDevice(options_.device);
     g.setInference(!options_.trainable);
-    fresh->imported = importGraph(*model_, g, inputs, options_.trainable);
-    fresh->reusable = !key.empty() && !fresh->imported.valueDependent;
+    if(options_.maxMemoryBytes) g.workspace()->setLimit(options_.maxMemoryBytes);
+    c->imported = importGraph(*model_, g, inputs, options_.trainable);
+    c->reusable = !key.empty() && !c->imported.valueDependent;
     std::vector<Expr> kept;
-    for(auto& kv : fresh->imported.outputs) {
+    for(auto& kv : c->imported.outputs) {
       if(kv.second.kind != OnnxValue::Kind::Sequence && kv.second.tensor) kept.push_back(kv.second.tensor);
       if(kv.second.mapValues) kept.push_back(kv.second.mapValues);
       for(Expr& e : kv.second.sequence) kept.push_back(e);
     }
     for(Expr& e : kept) e->keepValue();
-    fresh->passes = optimizeGraph(g, kept, options_.optimization, true, options_.disabledPasses);
+    c->passes = optimizeGraph(g, kept, options_.optimization, true, options_.disabledPasses);
     g.setProfiler(profiler_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++built_;
+    }
     g.forward();
-    ++built_;
-    c = fresh.get();
-    if(c->reusable) cache_[key] = std::move(fresh);
-    else scratch_ = std::move(fresh);  // value-dependent: rebuilt next run
   }
-  last_ = c;
   HostValues out;
   if(outputs.empty()) {
     for(const auto& o : model_->outputs()) out[o.name] = toHost(c->imported.outputs.at(o.name), *c->graph);
   } else {
     for(const auto& o : outputs) out[o] = toHost(c->imported.outputs.at(o), *c->graph);
   }
+  give(key, std::move(c));
   return out;
 }
 

@@ -219,12 +219,16 @@ Ref refLrn(const Ref& x, int64_t size, double alpha, double beta, double bias) {
   return y;
 }
 
-ONYX_OP_CASE({"pad", "lrn_size3", {in({2, 5, 2, 2}, -2, 2)},
+// lrn is a padded average pool over the channels of a [N, 1, C, rest] view.
+ONYX_OP_CASE({"average_pool", "lrn_size3", {in({2, 5, 2, 2}, -2, 2)},
               [](Xs x) { return lrn(x[0], 3, 0.5, 0.75, 1.5); },
               [](Rs x) { return refLrn(x[0], 3, 0.5, 0.75, 1.5); }});
-ONYX_OP_CASE({"pad", "lrn_size4", {in({1, 6, 3}, -2, 2)},
+ONYX_OP_CASE({"average_pool", "lrn_size4", {in({1, 6, 3}, -2, 2)},
               [](Xs x) { return lrn(x[0], 4, 0.3, 0.5, 2.0); },
               [](Rs x) { return refLrn(x[0], 4, 0.3, 0.5, 2.0); }});
+ONYX_OP_CASE({"average_pool", "lrn_window_wider_than_channels", {in({2, 3, 2}, -2, 2)},
+              [](Xs x) { return lrn(x[0], 11, 0.2, 0.75, 1.0); },
+              [](Rs x) { return refLrn(x[0], 11, 0.2, 0.75, 1.0); }});
 
 // ---------------------------------------------------------------- user errors
 

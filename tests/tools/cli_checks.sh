@@ -23,6 +23,15 @@ python3 -c "import numpy as np; np.save('$T/x.npy', np.ones((2,4), np.float32))"
 "$BIN/onnx-run" "$M/model.onnx" --input x="$T/x.npy" > "$T/o" 2> "$T/e"
 check "onnx-run takes .npy inputs" grep -q "probs: float32 2x3" "$T/o"
 
+# --max-memory: a run over the limit is a one-line error naming it, not a kill.
+python3 -c "import numpy as np; np.save('$T/xbig.npy', np.ones((200000,4), np.float32))"
+"$BIN/onnx-run" "$M/model.onnx" --input x="$T/xbig.npy" --max-memory 64K > "$T/o" 2> "$T/e"
+check "onnx-run --max-memory: over the limit is a one-line error" sh -c "[ $? -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q 'memory limit' '$T/e' && grep -q '65536' '$T/e'"
+"$BIN/onnx-run" "$M/model.onnx" --input x="$T/x.npy" --max-memory 64M > "$T/o" 2> "$T/e"
+check "onnx-run --max-memory: within the limit runs" sh -c "[ $? -eq 0 ] && grep -q 'probs: float32 2x3' '$T/o'"
+"$BIN/onnx-run" "$M/model.onnx" --input x="$T/x.npy" --max-memory 12Q > "$T/o" 2> "$T/e"
+check "onnx-run --max-memory with a bad size names the flag" sh -c "[ $? -eq 1 ] && grep -q -- \"--max-memory '12Q'\" '$T/e'"
+
 # A wrong reference makes onnx-run fail.
 mkdir -p "$T/wrong"; cp "$M/test_data_set_0/input_0.pb" "$T/wrong/"
 python3 -c "
@@ -255,10 +264,17 @@ check "onnx-import of a truncated model: exit 1, output untouched" sh -c "[ $rc 
 
 "$BIN/onnx-export" "$T/trilu.npz" -o "$T/tri21.onnx" --opset 21 > "$T/o" 2> "$T/e"
 check "above libonnx's opsets, python's onnx checker validates" sh -c "[ $? -eq 0 ] && grep -q 'opset 21' '$T/o' && grep -q 'python onnx checker' '$T/o'"
-"$BIN/onnx-export" "$T/tiny.npz" -o "$T/ext.onnx" --external-data-threshold 16 > "$T/o" 2> "$T/e"
-check "large initializers go to external data" sh -c "[ $? -eq 0 ] && [ -s '$T/ext.onnx.data' ]"
+"$BIN/onnx-export" "$T/tiny.npz" -o "$T/ext.onnx" --external-data-threshold 16 > "$T/o" 2> "$T/e"; rc=$?
+first_data=$(ls "$T"/ext.onnx.*.data 2> /dev/null)
+check "large initializers go to external data named by its CRC-32" sh -c "[ $rc -eq 0 ] && [ ! -e '$T/ext.onnx.data' ] && echo '$first_data' | grep -Eq '/ext[.]onnx[.][0-9a-f]{8}[.]data\$' && [ -s '$first_data' ]"
 "$BIN/onnx-run" "$T/ext.onnx" --test-data "$M/test_data_set_0" > "$T/o" 2> "$T/e"
 check "the model with external data runs and matches" [ $? -eq 0 ]
+"$BIN/onnx-export" "$T/tiny.npz" -o "$T/ext.onnx" --external-data-threshold 16 --opset 18 > "$T/o" 2> "$T/e"
+check "an export over a model with the same data keeps one data file" sh -c "[ $? -eq 0 ] && [ \$(ls '$T'/ext.onnx.*.data | wc -l) -eq 1 ]"
+"$BIN/onnx-export" "$T/tiny.npz" -o "$T/ext.onnx" --external-data-threshold 100000 > "$T/o" 2> "$T/e"
+check "an export without external data removes the old model's data file" sh -c "[ $? -eq 0 ] && [ ! -e '$first_data' ]"
+"$BIN/onnx-run" "$T/ext.onnx" --test-data "$M/test_data_set_0" > "$T/o" 2> "$T/e"
+check "the re-exported model runs and matches" [ $? -eq 0 ]
 
 "$BIN/onnx-export" "$T/fixed.npz" -o "$T/fixed.onnx" --dynamic-axis x:0=batch > "$T/o" 2> "$T/e"; rc=$?
 check "a dynamic axis the graph holds fixed is warned about" sh -c "[ $rc -eq 0 ] && grep -q 'warning: .*does not run with its symbolic dims' '$T/e'"

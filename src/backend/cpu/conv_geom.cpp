@@ -1,12 +1,17 @@
 #include <onyx/backend/cpu/conv_geom.h>
 
+#include <onyx/core/checked.h>
+
 namespace onyx {
 namespace host {
 
 int64_t windowCount(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceilMode) {
-  int64_t span = in + pb + pe - ((k - 1) * d + 1);
+  // Checked: every operand may come from a file (dims up to 2^56).
+  const char* what = "window size";
+  int64_t reach = addChecked(mulChecked(subChecked(k, 1, what), d, what), 1, what);
+  int64_t span = subChecked(addChecked(addChecked(in, pb, what), pe, what), reach, what);
   if(span < 0) return -1;
-  int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+  int64_t out = (ceilMode ? (span / s + (span % s != 0)) : span / s) + 1;
   if(ceilMode && (out - 1) * s >= in + pb) --out;
   return out;
 }

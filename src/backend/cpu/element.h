@@ -25,7 +25,11 @@ namespace host {
 
 template <class T>
 inline typename ComputeOf<T>::type load(const T* p, int64_t i) {
-  return static_cast<typename ComputeOf<T>::type>(p[i]);
+  // A bool is read as its byte: an output buffer not yet written (its old
+  // value is passed to every functor) may hold any byte, and reading that
+  // as bool is undefined.
+  if constexpr(std::is_same<T, bool>::value) return reinterpret_cast<const unsigned char*>(p)[i] != 0;
+  else return static_cast<typename ComputeOf<T>::type>(p[i]);
 }
 template <class T, class V>
 inline void store(T* p, int64_t i, V v) {

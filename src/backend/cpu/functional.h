@@ -100,8 +100,19 @@ template <class T> ONYX_HD T sigmoidOf(T v) {
 template <class T> ONYX_HD T softplusOf(T v) {
   return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
 }
+// -v; signed integers wrap (-INT_MIN is INT_MIN, as in numpy) instead of
+// overflowing, which is undefined.
+template <class T> ONYX_HD T negOf(T v) {
+  if constexpr(std::is_integral<T>::value && std::is_signed<T>::value)
+    return T(typename std::make_unsigned<T>::type(0) - typename std::make_unsigned<T>::type(v));
+  else return -v;
+}
 template <class T> ONYX_HD T absOf(T v) {
   if constexpr(std::is_unsigned<T>::value) return v;
+  // Integers negate in unsigned arithmetic: |INT_MIN| wraps to INT_MIN, as in
+  // numpy and onnxruntime, where -v would be undefined.
+  else if constexpr(std::is_integral<T>::value)
+    return v < T(0) ? negOf(v) : v;
   else return v < T(0) ? T(-v) : v;
 }
 // Rounds halfway cases to even, whatever the rounding mode (as ONNX Round).
@@ -150,7 +161,7 @@ template <class T> ONYX_HD T signOf(T v) {
   else return static_cast<T>((T(0) < v) - (v < T(0)));
 }
 
-ONYX_UNARY(neg, -v)
+ONYX_UNARY(neg, negOf(v))
 ONYX_UNARY(abs, absOf(v))
 ONYX_UNARY(sign, signOf(v))
 ONYX_UNARY(exp, std::exp(v))

@@ -10,7 +10,9 @@ namespace onyx {
 namespace host {
 
 namespace {
-int gThreads = 0;  // 0: OpenMP's default
+// Per calling thread, like OpenMP's own nthreads setting: two sessions on two
+// server threads each keep their own count. 0: OpenMP's default.
+thread_local int gThreads = 0;
 }
 
 void setNumThreads(int n) {

@@ -106,6 +106,23 @@ def test_outputs_outlive_the_session(models):
     np.testing.assert_array_equal(y, first)
 
 
+def test_cache_bound_and_memory_limit(models):
+    sess = onyx.InferenceSession(models["mlp"], max_cached_graphs=2)
+    ys = {b: sess.run(None, make_models.make_inputs("mlp", b))[0] for b in (1, 2, 3, 4)}
+    assert sess.graphs_built == 4 and sess.graphs_cached == 2
+    sess.run(None, make_models.make_inputs("mlp", 4))  # the most recent: still cached
+    assert sess.graphs_built == 4
+    np.testing.assert_array_equal(sess.run(None, make_models.make_inputs("mlp", 1))[0], ys[1])  # rebuilt
+    assert sess.graphs_built == 5
+    sess.clear_cache()
+    assert sess.graphs_cached == 0
+    small = onyx.InferenceSession(models["mlp"], max_memory_bytes=64 << 10)
+    small.run(None, make_models.make_inputs("mlp", 2))
+    with pytest.raises(onyx.OnyxError, match="memory limit"):
+        small.run(None, make_models.make_inputs("mlp", 4096))
+    np.testing.assert_array_equal(small.run(None, make_models.make_inputs("mlp", 2))[0], ys[2])
+
+
 def test_dlpack_with_pytorch(models):
     torch = pytest.importorskip("torch")  # the test command installs torch: never skipped in CI
     sess = onyx.InferenceSession(models["mlp"])

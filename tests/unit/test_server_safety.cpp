@@ -1,0 +1,242 @@
+// What a server needs from the runtime (issue 19): one Session run from many
+// threads at once gives the single-threaded results; its graph cache stays
+// within its bound; a run over its memory limit is an error, not an OOM kill;
+// sizes a file controls are checked before anything is allocated.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include <onnx/onnx_pb.h>
+
+#include <onyx/core/allocator.h>
+#include <onyx/core/checked.h>
+#include <onyx/onnx/tensor_proto.h>
+#include <onyx/onyx.h>
+#include <onyx/runtime/session.h>
+
+namespace onyx {
+namespace {
+
+void addInput(::onnx::ValueInfoProto* v, const std::string& name, std::vector<std::string> dims) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int>(Type::float32));
+  for(const auto& d : dims) {
+    auto* dim = tt->mutable_shape()->add_dim();
+    if(d[0] >= '0' && d[0] <= '9') dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
+  }
+}
+
+void addFloatInit(::onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, int salt) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(static_cast<int>(Type::float32));
+  int64_t n = 1;
+  for(auto d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for(int64_t i = 0; i < n; ++i) t->add_float_data(static_cast<float>((i * 7 + salt) % 11) / 11.f - 0.45f);
+}
+
+void addNode(::onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, std::string out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(out + "_node");
+  for(auto& i : in) n->add_input(i);
+  n->add_output(out);
+}
+
+// y = Softmax(Relu(x[N,16] W1 + b1) W2 + b2) with a symbolic batch N: a graph
+// per batch size, several ops per graph.
+std::shared_ptr<Model> mlpModel() {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("mlp");
+  addInput(g->add_input(), "x", {"N", "16"});
+  addInput(g->add_output(), "y", {"N", "8"});
+  addFloatInit(g, "w1", {16, 32}, 1);
+  addFloatInit(g, "b1", {32}, 2);
+  addFloatInit(g, "w2", {32, 8}, 3);
+  addFloatInit(g, "b2", {8}, 4);
+  addNode(g, "MatMul", {"x", "w1"}, "h0");
+  addNode(g, "Add", {"h0", "b1"}, "h1");
+  addNode(g, "Relu", {"h1"}, "h2");
+  addNode(g, "MatMul", {"h2", "w2"}, "h3");
+  addNode(g, "Add", {"h3", "b2"}, "h4");
+  addNode(g, "Softmax", {"h4"}, "y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return Model::fromBytes(bytes, "mlp.onnx");
+}
+
+Tensor batch(int64_t n, int seed) {
+  std::vector<float> v(static_cast<size_t>(n * 16));
+  for(size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((static_cast<int>(i) * 13 + seed * 5) % 17) / 4.f - 2.f;
+  return TensorBase::fromVector<float>({n, 16}, v);
+}
+
+TEST(ServerSession, ConcurrentRunsEqualSerialRuns) {
+  auto model = mlpModel();
+  const std::vector<int64_t> sizes = {1, 2, 3, 5, 8, 13};
+  const int kThreads = 8, kRuns = 200, kSeeds = 4;
+  SessionOptions o;
+  o.threads = 1;
+  // The reference: one session, one thread, every (size, seed) once.
+  std::map<std::pair<int64_t, int>, std::vector<float>> want;
+  {
+    Session ref(model, o);
+    for(auto n : sizes)
+      for(int s = 0; s < kSeeds; ++s) want[{n, s}] = ref.run({{"x", batch(n, s)}}).at("y")->toVector<float>();
+  }
+  Session shared(model, o);
+  std::atomic<int> mismatches{0}, errors{0};
+  std::vector<std::thread> pool;
+  for(int t = 0; t < kThreads; ++t)
+    pool.emplace_back([&, t] {
+      for(int r = 0; r < kRuns; ++r) {
+        int64_t n = sizes[static_cast<size_t>((t * 31 + r * 7) % static_cast<int>(sizes.size()))];
+        int s = (t + r) % kSeeds;
+        try {
+          if(shared.run({{"x", batch(n, s)}}).at("y")->toVector<float>() != want.at({n, s})) ++mismatches;
+        } catch(const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  for(auto& th : pool) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+  // At most one graph per signature per thread was ever built, and the
+  // cache holds no more than were built.
+  EXPECT_GE(shared.graphsBuilt(), sizes.size());
+  EXPECT_LE(shared.graphsBuilt(), sizes.size() * kThreads);
+  EXPECT_LE(shared.graphsCached(), shared.graphsBuilt());
+}
+
+TEST(ServerSession, CacheIsBoundedLeastRecentlyUsedFirst) {
+  SessionOptions o;
+  o.maxCachedGraphs = 2;
+  Session s(mlpModel(), o);
+  for(int64_t n = 1; n <= 6; ++n) s.run({{"x", batch(n, 0)}});
+  EXPECT_EQ(s.graphsBuilt(), 6u);
+  EXPECT_EQ(s.graphsCached(), 2u);
+  s.run({{"x", batch(6, 1)}});  // most recent: still cached
+  s.run({{"x", batch(5, 1)}});
+  EXPECT_EQ(s.graphsBuilt(), 6u);
+  s.run({{"x", batch(1, 1)}});  // dropped long ago: built again
+  EXPECT_EQ(s.graphsBuilt(), 7u);
+  EXPECT_EQ(s.graphsCached(), 2u);
+  s.clearCache();
+  EXPECT_EQ(s.graphsCached(), 0u);
+  s.run({{"x", batch(6, 1)}});
+  EXPECT_EQ(s.graphsBuilt(), 8u);
+
+  SessionOptions none;
+  none.maxCachedGraphs = 0;
+  Session t(mlpModel(), none);
+  t.run({{"x", batch(2, 0)}});
+  t.run({{"x", batch(2, 0)}});
+  EXPECT_EQ(t.graphsBuilt(), 2u);
+  EXPECT_EQ(t.graphsCached(), 0u);
+}
+
+TEST(ServerSession, MemoryLimitIsAnErrorNotAKill) {
+  SessionOptions o;
+  o.maxMemoryBytes = 64 << 10;  // 64 KiB of values
+  Session s(mlpModel(), o);
+  // A small batch fits (a few KiB of activations)...
+  auto ok = s.run({{"x", batch(4, 0)}});
+  EXPECT_EQ(ok.at("y")->shape(), Shape({4, 8}));
+  // ... a batch of 4096 needs 512 KiB for its first activation alone.
+  try {
+    s.run({{"x", batch(4096, 0)}});
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("memory limit"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("65536"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  // The session still works after the failed run.
+  EXPECT_EQ(s.run({{"x", batch(4, 0)}}).at("y")->toVector<float>(), ok.at("y")->toVector<float>());
+}
+
+TEST(CheckedSizes, ShapesBeyondTheLimitAreErrors) {
+  EXPECT_THROW(Shape({int64_t(1) << 30, int64_t(1) << 30, int64_t(1) << 30}), Error);
+  EXPECT_THROW(Shape({int64_t(1) << 62, 4}), Error);  // wraps to 0 in 64 bits
+  EXPECT_THROW(Shape({int64_t(1) << 57}), Error);
+  EXPECT_NO_THROW(Shape({int64_t(1) << 62, 0}));  // empty: no elements at all
+  EXPECT_EQ(Shape({kMaxTensorElements}).elements(), kMaxTensorElements);
+  Shape s({4, 4});
+  EXPECT_THROW(s.set(0, int64_t(1) << 60), Error);
+  EXPECT_EQ(s, Shape({4, 4}));  // unchanged by the failed set
+  EXPECT_THROW(typeBytes(Type::float64, size_t(1) << 61), Error);
+  EXPECT_EQ(typeBytes(Type::int4, 3), 2u);
+  EXPECT_THROW(mulChecked(int64_t(1) << 40, int64_t(1) << 40, "x"), Error);
+  EXPECT_THROW(addChecked(INT64_MAX, 1, "x"), Error);
+  EXPECT_THROW(absChecked(INT64_MIN, "x"), Error);
+  EXPECT_EQ(absChecked(-5, "x"), 5);
+}
+
+TEST(CheckedSizes, TensorProtoDataIsCheckedAgainstItsShape) {
+  auto errorOf = [](const ::onnx::TensorProto& t) -> std::string {
+    try {
+      tensorFromOnnx(t, ".", "initializer 't'");
+    } catch(const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ::onnx::TensorProto huge;  // 2^40 floats claimed, none given
+  huge.set_data_type(static_cast<int>(Type::float32));
+  huge.add_dims(int64_t(1) << 20);
+  huge.add_dims(int64_t(1) << 20);
+  std::string msg = errorOf(huge);
+  EXPECT_NE(msg.find("initializer 't'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float_data holds 0 values"), std::string::npos) << msg;
+  huge.set_raw_data(std::string(16, '\0'));
+  msg = errorOf(huge);
+  EXPECT_NE(msg.find("raw_data has 16 bytes"), std::string::npos) << msg;
+  ::onnx::TensorProto wrap;  // 2^62 * 8 elements: wraps to 0 in 64 bits
+  wrap.set_data_type(static_cast<int>(Type::float32));
+  wrap.add_dims(int64_t(1) << 62);
+  wrap.add_dims(8);
+  msg = errorOf(wrap);
+  EXPECT_NE(msg.find("more than 2^56 elements"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("initializer 't'"), std::string::npos) << msg;
+  ::onnx::TensorProto packed;  // int4: 5 elements need 3 bytes
+  packed.set_data_type(static_cast<int>(Type::int4));
+  packed.add_dims(5);
+  packed.add_int32_data(1);
+  msg = errorOf(packed);
+  EXPECT_NE(msg.find("int32_data holds 1 bytes but the shape needs 3"), std::string::npos) << msg;
+}
+
+TEST(CheckedSizes, BoolBytesAreNormalised) {
+  ::onnx::TensorProto t;
+  t.set_data_type(static_cast<int>(Type::boolean));
+  t.add_dims(4);
+  t.set_raw_data(std::string("\x00\x07\x01\xff", 4));
+  Tensor b = tensorFromOnnx(t, ".", "b");
+  const auto* p = static_cast<const unsigned char*>(b->raw());
+  EXPECT_EQ(std::vector<int>(p, p + 4), (std::vector<int>{0, 1, 1, 1}));
+}
+
+TEST(CheckedSizes, WorkspaceLimit) {
+  Allocator a(DeviceId{});
+  a.setLimit(1 << 20);
+  void* p = a.alloc(1000);
+  EXPECT_NE(p, nullptr);
+  EXPECT_THROW(a.alloc(2 << 20), Error);
+  EXPECT_THROW(a.alloc(size_t(1) << 63), Error);
+  a.free(p, 1000);
+  EXPECT_LE(a.capacity(), size_t(1) << 20);
+}
+
+}  // namespace
+}  // namespace onyx
