@@ -230,8 +230,10 @@ void importRecurrent(OnnxImportCtx& c, Cell cell) {
   s.inSize = x->shape().dims()[2];
   c.check(R->shape().rank() == 3, "R must have rank 3, got shape ", R->shape());
   s.H = c.hasAttr("hidden_size") ? c.attrInt("hidden_size", 0) : R->shape().dims()[2];
-  const int64_t H = s.H, GH = s.gates * H;
-  c.check(H > 0, "hidden_size must be > 0, got ", H);
+  const int64_t H = s.H;
+  c.check(H > 0 && H == R->shape().dims()[2], "hidden_size ", H, " must be > 0 and match R's last dim ",
+          R->shape().dims()[2]);
+  const int64_t GH = s.gates * H;  // no overflow: H is a dim of R
   c.check(W->shape() == Shape({numDir, GH, s.inSize}), "W must have shape [", numDir, ", ", GH, ", ", s.inSize,
           "], got ", W->shape());
   c.check(R->shape() == Shape({numDir, GH, H}), "R must have shape [", numDir, ", ", GH, ", ", H, "], got ",

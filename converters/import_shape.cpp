@@ -237,8 +237,9 @@ ONYX_ONNX_IMPORT(kOnnxEyeLike, "EyeLike", 9).importer([](OnnxImportCtx& c) {
   int64_t k = c.attrInt("k", 0), n = s[0], m = s[1];
   Tensor t = TensorBase::create(s, type);
   if(t->bytes() > 0) std::memset(t->raw(), 0, t->bytes());
-  for(int64_t i = 0; i < n; ++i)
-    if(i + k >= 0 && i + k < m) t->setFromDouble(i * m + i + k, 1.0);
+  if(k < m && k > -n)  // else the diagonal misses the matrix (k may be INT64_MAX)
+    for(int64_t i = 0; i < n; ++i)
+      if(i + k >= 0 && i + k < m) t->setFromDouble(i * m + i + k, 1.0);
   c.setOutput(0, c.constant(t));
 });
 

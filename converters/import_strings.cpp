@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
+#include <onyx/core/checked.h>
 #include <onyx/graph/expression_graph.h>
 
 namespace onyx {
@@ -256,7 +257,7 @@ ONYX_ONNX_IMPORT(kOnnxTfIdf, "TfIdfVectorizer", 9).importer([](OnnxImportCtx& c)
           " entries; it needs one per n-gram (", indexes.size(), ")");
   int64_t width = 0;
   for(auto i : indexes) {
-    c.check(i >= 0, "ngram_indexes has a negative entry ", i);
+    c.check(i >= 0 && i < kMaxTensorElements, "ngram_indexes has an entry out of range: ", i);
     width = std::max(width, i + 1);
   }
   const Shape& s = x->shape();
@@ -271,14 +272,17 @@ ONYX_ONNX_IMPORT(kOnnxTfIdf, "TfIdfVectorizer", 9).importer([](OnnxImportCtx& c)
       tok[static_cast<size_t>(i)] = x->get<int64_t>(i);
     }
   }
-  std::vector<double> cnt(static_cast<size_t>(rows * width), 0.0);
+  std::vector<double> cnt(static_cast<size_t>(mulChecked(rows, width, "TfIdfVectorizer output size")), 0.0);
   std::vector<int64_t> key;
   for(int64_t r = 0; r < rows; ++r) {
     const int64_t* row = tok.data() + r * cols;
     double* out = cnt.data() + r * width;
     for(int64_t n = minN; n <= maxN; ++n) {
       for(int64_t skip = 0; skip <= (n == 1 ? 0 : maxSkip); ++skip) {
-        int64_t span = (n - 1) * (skip + 1);
+        // Once an n-gram spans the row, larger skips find none (max_skip_count
+        // may be 2^62).
+        int64_t span;
+        if(__builtin_mul_overflow(n - 1, skip + 1, &span) || (n > 1 && span >= cols)) break;
         for(int64_t start = 0; start + span < cols; ++start) {
           key.clear();
           for(int64_t j = 0; j < n; ++j) key.push_back(row[start + j * (skip + 1)]);

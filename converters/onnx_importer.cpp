@@ -1,5 +1,8 @@
 #include <onyx/converters/onnx_importer.h>
 
+#include <new>
+#include <stdexcept>
+
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -351,6 +354,10 @@ void OnnxGraphImporter::importNode(const ::onnx::NodeProto& node) {
     std::string msg = e.what();
     if(msg.rfind(ctx.where(), 0) == 0) throw;  // already names the node
     throw Error(ctx.where() + ": " + msg);
+  } catch(const std::bad_alloc&) {  // a value computed at import (a constant, a folded shape)
+    throw Error(ctx.where() + ": out of memory while importing the node");
+  } catch(const std::length_error&) {
+    throw Error(ctx.where() + ": out of memory while importing the node");
   }
   ctx.finish();
   for(int i = 0; i < node.output_size(); ++i) {

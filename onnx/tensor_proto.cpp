@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <filesystem>
 #include <fstream>
 
@@ -100,6 +101,16 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
     }
   }();
   int64_t n = shape.elements();
+  // Memory the system refuses is an error naming the tensor.
+  auto allocate = [&] {
+    try {
+      return TensorBase::create(shape, type);
+    } catch(const Error& e) {
+      throw Error(str(what, ": ", e.what()));
+    } catch(const std::bad_alloc&) {
+      throw Error(str(what, ": out of memory for shape ", shape, " of ", typeName(type)));
+    }
+  };
   if(type == Type::complex64 || type == Type::complex128)
     throw Error(str(what, ": element type ", typeName(type), " is not supported"));
   // The data is checked against the shape before anything is allocated: a
@@ -108,7 +119,7 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
   if(type == Type::string) {
     if(static_cast<int64_t>(t.string_data_size()) != n)
       throw Error(str(what, ": string_data holds ", t.string_data_size(), " values but the shape needs ", n));
-    Tensor out = TensorBase::create(shape, type);
+    Tensor out = allocate();
     for(int64_t i = 0; i < n; ++i) out->strings()[static_cast<size_t>(i)] = t.string_data(static_cast<int>(i));
     return out;
   }
@@ -125,7 +136,7 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
   };
   if(t.data_location() == ::onnx::TensorProto::EXTERNAL) {
     std::string data = readExternal(t, dir, what, bytes);
-    Tensor out = TensorBase::create(shape, type);
+    Tensor out = allocate();
     if(bytes) std::memcpy(out->raw(), data.data(), bytes);
     return finish(out);
   }
@@ -133,7 +144,7 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
     if(t.raw_data().size() != bytes)
       throw Error(str(what, ": raw_data has ", t.raw_data().size(), " bytes but shape ", shape, " of ", typeName(type),
                       " needs ", bytes));
-    Tensor out = TensorBase::create(shape, type);
+    Tensor out = allocate();
     if(bytes) std::memcpy(out->raw(), t.raw_data().data(), bytes);
     return finish(out);
   }
@@ -143,7 +154,7 @@ Tensor tensorFromOnnx(const ::onnx::TensorProto& t, const std::string& dir, cons
   if(field.count != need)
     throw Error(str(what, ": ", field.name, " holds ", field.count, packed ? " bytes" : " values",
                     " but the shape needs ", need));
-  Tensor out = TensorBase::create(shape, type);
+  Tensor out = allocate();
   char* dst = static_cast<char*>(out->raw());
   switch(type) {
     case Type::float32:

@@ -3,9 +3,9 @@
 #   tools/dev.sh demo   install deps, build, run the bundled example end to end
 #   tools/dev.sh test   install deps, build, run the whole test suite (ctest)
 #   tools/dev.sh sanitize  the tools built with ASan + UBSan (build-asan, CUDA
-#                       off) run ONNX's node tests, the CLI checks and a
-#                       fixed-budget fuzz run (FUZZ_MINUTES, default 3); any
-#                       sanitizer report fails it (docs/security.md)
+#                       off) run ONNX's node tests, the CLI checks, the fuzz
+#                       regressions and a fixed fuzz run (FUZZ_RUNS, default
+#                       600); any sanitizer report fails it (docs/security.md)
 #   tools/dev.sh bench [ARGS]  install deps (+ torchvision), build, run
 #                       tools/bench_vs_ort.py ARGS (docs/performance.md)
 # BUILD_DIR (default: build) and JOBS (default: nproc) can be overridden.
@@ -122,8 +122,11 @@ case "${1:-}" in
     "$SAN_DIR"/tools/onnx-test "$ONNX_NODE_DIR" --rtol 1e-3 --atol 1e-5 \
       --known-failures tests/conformance/pip_onnx_node.txt
     bash tests/tools/cli_checks.sh "$PWD/$SAN_DIR/tools" "$PWD"
+    bash tests/tools/fuzz_regressions.sh "$PWD/$SAN_DIR/tools" "$PWD"
+    # A fixed run (seed and count) so that CI is repeatable; longer runs with
+    # FUZZ_RUNS=0 FUZZ_MINUTES=60 FUZZ_SEED=$RANDOM.
     python3 tools/fuzz_models.py --bin "$SAN_DIR/tools" --seeds "$ONNX_NODE_DIR" models/onnx \
-      --minutes "${FUZZ_MINUTES:-3}" --seed "${FUZZ_SEED:-1}" --out "$SAN_DIR/fuzz-findings"
+      --runs "${FUZZ_RUNS:-600}" --minutes "${FUZZ_MINUTES:-10}" --seed "${FUZZ_SEED:-1}" --out "$SAN_DIR/fuzz-findings"
     ;;
   bench)
     # e.g. tools/dev.sh bench --out docs/performance.md (the full run, ~20 min)

@@ -131,7 +131,7 @@ void TensorBase::get(std::vector<T>& out) const {
   int64_t n = size();
   out.resize(static_cast<size_t>(n));
   if(TypeOf<T>::value == type_) {
-    std::memcpy(out.data(), data_, static_cast<size_t>(n) * sizeof(T));
+    if(n) std::memcpy(out.data(), data_, static_cast<size_t>(n) * sizeof(T));  // memcpy of null is undefined
     return;
   }
   for(int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<T>(getAsDouble(i));
@@ -148,7 +148,7 @@ void TensorBase::set(const std::vector<T>& in) {
     return;
   }
   if(TypeOf<T>::value == type_) {
-    std::memcpy(data_, in.data(), in.size() * sizeof(T));
+    if(!in.empty()) std::memcpy(data_, in.data(), in.size() * sizeof(T));
     return;
   }
   for(size_t i = 0; i < in.size(); ++i) setFromDouble(static_cast<int64_t>(i), static_cast<double>(in[i]));

@@ -1,5 +1,8 @@
 #include <onyx/graph/expression_graph.h>
 
+#include <new>
+#include <stdexcept>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -557,18 +560,25 @@ void ExpressionGraph::computeNode(Node* n) {
   }
   // String tensors own their memory (a workspace holds fixed-size elements
   // only), on the host, where the string kernels run.
-  n->val_ = n->type_ == Type::string ? TensorBase::create(n->shape_, Type::string)
-                                     : TensorBase::create(n->shape_, n->type_, workspace_);
-  KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
-  for(Node* c : n->children_) ctx.in.push_back(c->val_.get());
+  // Bad data found while running (an index out of range, say) or memory the
+  // output cannot have: the error names the node.
+  auto who = [&] {
+    return n->name_.empty() ? str("op ", op.name, " (node ", n->id_, ")") : str("node '", n->name_, "' (", op.name, ")");
+  };
   try {
+    n->val_ = n->type_ == Type::string ? TensorBase::create(n->shape_, Type::string)
+                                       : TensorBase::create(n->shape_, n->type_, workspace_);
+    KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
+    for(Node* c : n->children_) ctx.in.push_back(c->val_.get());
     k(ctx);
   } catch(const Error& e) {
-    // Bad data found while running (an index out of range, say): name the node.
     std::string msg = e.what();
-    std::string who = n->name_.empty() ? str("op ", op.name, " (node ", n->id_, ")") : str("node '", n->name_, "' (", op.name, ")");
-    if(msg.find(who) != std::string::npos) throw;
-    throw Error(str(who, ": ", msg));
+    if(msg.find(who()) != std::string::npos) throw;
+    throw Error(str(who(), ": ", msg));
+  } catch(const std::bad_alloc&) {
+    throw Error(str(who(), ": out of memory (output ", n->shape_, " ", n->type_, ")"));
+  } catch(const std::length_error&) {
+    throw Error(str(who(), ": out of memory (output ", n->shape_, " ", n->type_, ")"));
   }
   if(!n->debugMsg_.empty() && !n->backwardNode_) printDebug(n, false);
 }

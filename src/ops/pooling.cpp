@@ -69,7 +69,9 @@ Shape pooledShape(InferCtx& c, const Shape& xs) {
   Shape::Dims out{xs[0], xs[1]};
   for(int i = 0; i < nd; ++i) {
     size_t u = size_t(i);
-    c.check(k[u] >= 1, "kernel_shape must be >= 1, got ", attrToString(k));
+    // Bounded: the kernels plan per tap (a kernel of 2^32 + 1 taps asked for
+    // 32 GB of plan), and the dilated size below stays exact.
+    c.check(k[u] >= 1 && k[u] <= (int64_t(1) << 24), "kernel_shape must be in 1..2^24, got ", attrToString(k));
     c.check(sp.pads[u] < (k[u] - 1) * sp.dilations[u] + 1 && sp.pads[u + size_t(nd)] < (k[u] - 1) * sp.dilations[u] + 1,
             "pads ", attrToString(c.attrs.ints("pads")), " must be smaller than the (dilated) kernel");
     int64_t o = windowCount(xs[2 + i], k[u], sp.strides[u], sp.dilations[u], sp.pads[u], sp.pads[u + size_t(nd)],

@@ -44,7 +44,8 @@ ONYX_OP(kReshape, "reshape")
           infer = static_cast<int>(i);
         } else {
           c.check(d[i] >= 0, "shape ", attrToString(s), " has a negative dimension");
-          known *= d[i];
+          c.check(!__builtin_mul_overflow(known, d[i], &known), "shape ", attrToString(s),
+                  " has more elements than 64-bit integers count");
         }
       }
       int64_t n = c.shapeOf(0).elements();

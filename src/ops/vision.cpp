@@ -664,9 +664,15 @@ RoiPlan roiPlan(const RoiCfg& c, const double* roi, int64_t batch) {
     return static_cast<int64_t>(std::min(1e6, std::max(0.0, v)));
   };
   const int64_t gh = gridOf(bh), gw = gridOf(bw);
-  p.perBin = gh * gw;
+  p.perBin = gh * gw;  // each at most 1e6
   p.count = std::max<int64_t>(p.perBin, 1);
-  p.s.resize(size_t(c.PH * c.PW * p.perBin));
+  // The plan holds every sample of the ROI: bounded (a sampling_ratio of
+  // INT64_MAX asked for 10^12 per bin), a one-line error instead of an OOM.
+  int64_t samples = 0;
+  ONYX_CHECK(!__builtin_mul_overflow(c.PH * c.PW, p.perBin, &samples) && samples <= (int64_t(1) << 26),
+             "roi_align: ", c.PH, "x", c.PW, " bins of ", gh, "x", gw, " samples each: more than 2^26 samples per ROI ",
+             "(lower sampling_ratio)");
+  p.s.resize(size_t(samples));
   size_t k = 0;
   for(int64_t ph = 0; ph < c.PH; ++ph)
     for(int64_t pw = 0; pw < c.PW; ++pw)

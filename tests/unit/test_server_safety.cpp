@@ -5,12 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <onnx/onnx_pb.h>
 
 #include <onyx/core/allocator.h>
 #include <onyx/core/checked.h>
+#include <onyx/io/npz.h>
 #include <onyx/onnx/tensor_proto.h>
 #include <onyx/onyx.h>
 #include <onyx/runtime/session.h>
@@ -236,6 +241,90 @@ TEST(CheckedSizes, WorkspaceLimit) {
   EXPECT_THROW(a.alloc(size_t(1) << 63), Error);
   a.free(p, 1000);
   EXPECT_LE(a.capacity(), size_t(1) << 20);
+}
+
+// The sites issue 19 found, each with the input that broke it.
+TEST(CheckedSizes, FileControlledAttributesAreErrorsNotTraps) {
+  auto g = New<ExpressionGraph>();
+  Expr x = g->constant({1, 4, 2, 2}, inits::ones());
+  // blocksize^2 wrapped to 0 and divided by it (SIGFPE).
+  EXPECT_THROW(depth_to_space(x, int64_t(1) << 32), Error);
+  EXPECT_THROW(space_to_depth(x, int64_t(1) << 62), Error);
+  // A stride of 2^61 wrapped ConvTranspose's output size.
+  Expr w = g->constant({4, 1, 1, 1}, inits::ones());
+  ConvOptions big;
+  big.strides = {int64_t(1) << 61, 1};
+  EXPECT_THROW(conv_transpose(x, w, nullptr, big), Error);
+  EXPECT_THROW(conv(x, g->constant({1, 4, 1, 1}, inits::ones()), nullptr, big), Error);
+  ConvOptions pads;
+  pads.pads = {INT64_MAX, 0, INT64_MAX, 0};
+  EXPECT_THROW(conv(x, g->constant({1, 4, 1, 1}, inits::ones()), nullptr, pads), Error);
+  // LRN of any size is a few nodes (size 1e6 unrolled into 2M nodes).
+  size_t before = g->size();
+  Expr y = lrn(x, 1000000);
+  EXPECT_LT(g->size() - before, 12u);
+  g->forward();
+  std::vector<float> v;
+  y->val()->get(v);
+  // Every channel's window holds all 4 channels: 1 / (1 + 1e-4 / 1e6 * 4)^0.75.
+  for(float f : v) EXPECT_NEAR(f, 1.0 / std::pow(1.0 + 4e-10, 0.75), 1e-6);
+}
+
+TEST(CheckedSizes, IntegerNegationWraps) {
+  auto g = New<ExpressionGraph>();
+  Expr m = g->constant(TensorBase::fromVector<int64_t>({3}, {INT64_MIN, -5, 7}));
+  Expr n = neg(m), a = abs(m);
+  g->forward();
+  EXPECT_EQ(n->val()->toVector<int64_t>(), (std::vector<int64_t>{INT64_MIN, 5, -7}));
+  EXPECT_EQ(a->val()->toVector<int64_t>(), (std::vector<int64_t>{INT64_MIN, 5, 7}));
+}
+
+TEST(CheckedSizes, NpzMembersCannotClaimMoreThanDeflateMakes) {
+  char tmpl[] = "/tmp/onyx_npz_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/a.npz";
+  io::saveZip(path, {{"a.npy", std::string(4000, 'x')}});  // stored: csize == usize
+  std::string z;
+  {
+    std::ifstream f(path, std::ios::binary);
+    z.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  // The central directory's uncompressed size (offset 24 of its entry)
+  // claims 3.5 GB; the local header and the data stay as they were.
+  size_t cd = z.rfind(std::string("PK\x01\x02", 4));
+  ASSERT_NE(cd, std::string::npos);
+  uint32_t lie = 0xd0000000u;
+  std::memcpy(&z[cd + 24], &lie, 4);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(z.data(), static_cast<std::streamsize>(z.size()));
+  }
+  try {
+    io::loadZip(path);
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("a.npz: member 'a.npy' is stored with 4000 bytes but claims 3489660928"), std::string::npos)
+        << msg;
+  }
+  // The same claim for a deflated member: more than deflate's 1032:1 ratio.
+  uint16_t deflate = 8;
+  std::memcpy(&z[cd + 10], &deflate, 2);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(z.data(), static_cast<std::streamsize>(z.size()));
+  }
+  try {
+    io::loadZip(path);
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("claims 3489660928 bytes from 4000 compressed bytes, more than deflate can produce"),
+              std::string::npos)
+        << msg;
+  }
+  std::remove(path.c_str());
+  std::remove(dir.c_str());
 }
 
 }  // namespace

@@ -100,6 +100,26 @@ template <class T> ONYX_HD T sigmoidOf(T v) {
 template <class T> ONYX_HD T softplusOf(T v) {
   return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
 }
+// Integer add/sub/mul wrap around in two's complement, as numpy and
+// onnxruntime give them, computed in unsigned int / uint64 (signed overflow,
+// including that of int16 or uint16 promoted to int, is undefined
+// behaviour). Floats and bool as written.
+template <class T>
+using WrapInt = std::bool_constant<std::is_integral<T>::value && !std::is_same<T, bool>::value>;
+template <class T>
+using WrapWord = std::conditional_t<(sizeof(T) > 4), uint64_t, uint32_t>;
+template <class T> ONYX_HD T wrapAdd(T u, T w) {
+  if constexpr(WrapInt<T>::value) return T(WrapWord<T>(u) + WrapWord<T>(w));
+  else return static_cast<T>(u + w);
+}
+template <class T> ONYX_HD T wrapSub(T u, T w) {
+  if constexpr(WrapInt<T>::value) return T(WrapWord<T>(u) - WrapWord<T>(w));
+  else return static_cast<T>(u - w);
+}
+template <class T> ONYX_HD T wrapMul(T u, T w) {
+  if constexpr(WrapInt<T>::value) return T(WrapWord<T>(u) * WrapWord<T>(w));
+  else return static_cast<T>(u * w);
+}
 // -v; signed integers wrap (-INT_MIN is INT_MIN, as in numpy) instead of
 // overflowing, which is undefined.
 template <class T> ONYX_HD T negOf(T v) {
@@ -194,9 +214,9 @@ ONYX_UNARY(mish, v * std::tanh(softplusOf(v)))
 ONYX_UNARY(logicalNot, !v)
 
 ONYX_BINARY(prelu, isNegative(u) ? static_cast<T>(u * w) : u)
-ONYX_BINARY(add, u + w)
-ONYX_BINARY(sub, u - w)
-ONYX_BINARY(mul, u * w)
+ONYX_BINARY(add, wrapAdd(u, w))
+ONYX_BINARY(sub, wrapSub(u, w))
+ONYX_BINARY(mul, wrapMul(u, w))
 ONYX_BINARY(div, u / w)
 ONYX_BINARY(pow, powOf(u, w))
 ONYX_BINARY(fmaxOf, std::fmax(u, w))
