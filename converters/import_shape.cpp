@@ -195,9 +195,9 @@ ONYX_ONNX_IMPORT(kOnnxRange, "Range", 11).importer([](OnnxImportCtx& c) {
     c.check(static_cast<double>(wn) <= maxElements, "Range(", s, ", ", l, ", ", d, ") would have ",
             static_cast<double>(wn), " elements: too many for one tensor");
     int64_t n = static_cast<int64_t>(wn);
+    t = TensorBase::create(Shape{n}, type);  // first: the shape and memory limits apply before the fill
     std::vector<int64_t> v(static_cast<size_t>(n));
     for(int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<int64_t>(s + static_cast<Wide>(i) * wd);
-    t = TensorBase::create(Shape{n}, type);
     t->set(v);
   } else {
     double s = ts->getAsDouble(0), l = tl->getAsDouble(0), d = td->getAsDouble(0);
@@ -208,9 +208,9 @@ ONYX_ONNX_IMPORT(kOnnxRange, "Range", 11).importer([](OnnxImportCtx& c) {
     double q = std::ceil((l - s) / d);
     c.check(q <= maxElements, "Range(", s, ", ", l, ", ", d, ") would have ", q, " elements: too many for one tensor");
     int64_t n = std::max<int64_t>(0, static_cast<int64_t>(q));
-    std::vector<double> v;
-    for(int64_t i = 0; i < n; ++i) v.push_back(s + static_cast<double>(i) * d);
-    t = TensorBase::create(Shape{n}, type);
+    t = TensorBase::create(Shape{n}, type);  // first: the shape and memory limits apply before the fill
+    std::vector<double> v(static_cast<size_t>(n));
+    for(int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = s + static_cast<double>(i) * d;
     t->set(v);
   }
   c.setOutput(0, c.constant(t));

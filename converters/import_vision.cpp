@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
+#include <onyx/core/checked.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/io/image.h>
 #include <onyx/ops/indexing.h>
@@ -121,13 +122,15 @@ ONYX_ONNX_IMPORT(kOnnxCol2Im, "Col2Im", 18).importer([](OnnxImportCtx& c) {
   for(size_t d = 0; d < r; ++d) {
     c.check(image[d] >= 1 && block[d] >= 1 && dil[d] >= 1 && strides[d] >= 1 && pads[d] >= 0 && pads[d + r] >= 0,
             "spatial dim ", d, ": image, block, dilation and stride must be positive and pads not negative");
-    const int64_t span = dil[d] * (block[d] - 1) + 1, padded = image[d] + pads[d] + pads[d + r];
+    const char* what = "Col2Im sizes";
+    const int64_t span = addChecked(mulChecked(dil[d], block[d] - 1, what), 1, what);
+    const int64_t padded = addChecked(addChecked(image[d], pads[d], what), pads[d + r], what);
     c.check(padded >= span, "spatial dim ", d, ": the block (", span, " with dilation) is larger than the padded image (",
             padded, ")");
     grid[d] = (padded - span) / strides[d] + 1;
-    K *= block[d];
-    P *= image[d];
-    L *= grid[d];
+    K = mulChecked(K, block[d], what);
+    P = mulChecked(P, image[d], what);
+    L = mulChecked(L, grid[d], what);
   }
   const int64_t N = x->shape()[0];
   c.check(x->shape()[1] % K == 0, "input dim 1 (", x->shape()[1], ") is not a multiple of prod(block_shape) (", K, ")");

@@ -1,4 +1,5 @@
 #include <onyx/core/allocator.h>
+#include <onyx/core/allocation_limit.h>
 
 #include <cstdlib>
 
@@ -21,7 +22,17 @@ DeviceId parseDevice(const std::string& s) {
   fail("unknown device '", s, "' (expected cpu, cpu0 or gpu0)");
 }
 
+namespace {
+thread_local size_t tAllocationLimit = 0;  // 0: none
+}
+
+ScopedAllocationLimit::ScopedAllocationLimit(size_t bytes) : previous_(tAllocationLimit) { tAllocationLimit = bytes; }
+ScopedAllocationLimit::~ScopedAllocationLimit() { tAllocationLimit = previous_; }
+
 void* deviceMalloc(DeviceId d, size_t bytes) {
+  ONYX_CHECK(!tAllocationLimit || bytes <= tAllocationLimit, "memory limit: a tensor of ", bytes,
+             " bytes is larger than the limit of ", tAllocationLimit,
+             " bytes (raise maxMemoryBytes / --max-memory)");
   if(d.type == DeviceType::gpu) {
     std::string why = loadGpuBackend();
     ONYX_CHECK(why.empty(), d.toString(), ": ", why);

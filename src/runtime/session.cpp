@@ -1,5 +1,7 @@
 #include <onyx/runtime/session.h>
 
+#include <onyx/core/allocation_limit.h>
+
 #include <cstdio>
 
 #include <onyx/backend/cpu/parallel.h>
@@ -139,6 +141,10 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     for(const auto& i : model_->outputs()) known |= i.name == o;
     ONYX_CHECK(known, model_->path(), ": the model has no output '", o, "'");
   }
+  // The limit covers every single tensor this run allocates, constants
+  // computed while its graph is built included; the workspace's own limit
+  // (below) bounds their total.
+  ScopedAllocationLimit limit(options_.maxMemoryBytes);
   std::unique_lock<std::mutex> profiling;
   if(profiler_) profiling = std::unique_lock<std::mutex>(profileMutex_);
   std::string key = signature(inputs);

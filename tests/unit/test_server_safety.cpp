@@ -171,6 +171,50 @@ TEST(ServerSession, MemoryLimitIsAnErrorNotAKill) {
   EXPECT_EQ(s.run({{"x", batch(4, 0)}}).at("y")->toVector<float>(), ok.at("y")->toVector<float>());
 }
 
+// Range over an input's value is computed while the graph is built (its
+// size depends on the value): the limit covers that tensor too.
+TEST(ServerSession, MemoryLimitCoversTensorsBuiltAtImport) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("range");
+  auto* in = g->add_input();
+  in->set_name("n");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(Type::float32));
+  in->mutable_type()->mutable_tensor_type()->mutable_shape();
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(Type::float32));
+  for(const char* name : {"zero", "one"}) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(static_cast<int>(Type::float32));
+    t->add_float_data(name[0] == 'z' ? 0.f : 1.f);
+  }
+  addNode(g, "Range", {"zero", "n", "one"}, "y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  auto model = Model::fromBytes(bytes, "range.onnx");
+  SessionOptions o;
+  o.maxMemoryBytes = 64 << 10;
+  Session s(model, o);
+  auto small = s.run({{"n", TensorBase::fromVector<float>({}, {100.f})}});
+  EXPECT_EQ(small.at("y")->shape(), Shape({100}));
+  try {
+    s.run({{"n", TensorBase::fromVector<float>({}, {1e6f})}});
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("memory limit: a tensor of 4000000 bytes is larger than the limit of 65536"), std::string::npos)
+        << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  // Without a limit the same run works (the limit was the session's only).
+  Session free(model);
+  EXPECT_EQ(free.run({{"n", TensorBase::fromVector<float>({}, {1e6f})}}).at("y")->shape(), Shape({1000000}));
+}
+
 TEST(CheckedSizes, ShapesBeyondTheLimitAreErrors) {
   EXPECT_THROW(Shape({int64_t(1) << 30, int64_t(1) << 30, int64_t(1) << 30}), Error);
   EXPECT_THROW(Shape({int64_t(1) << 62, 4}), Error);  // wraps to 0 in 64 bits
