@@ -98,6 +98,8 @@ ONYX_ONNX_IMPORT(kLoop, "Loop", 1).importer([](OnnxImportCtx& c) {
   std::vector<std::vector<OnnxValue>> scans(nScan);
   const int64_t kLimit = 1 << 20;
   const size_t before = c.graph().size();
+  const size_t kMaxCarriedElements = size_t(1) << 24;
+  size_t carriedElems = 0;
   for(int64_t i = 0; i < maxTrips && cond; ++i) {
     c.check(i < kLimit, "more than ", kLimit, " iterations: a loop without a trip count or a false condition");
     checkUnrolled(c, before, i);
@@ -106,7 +108,14 @@ ONYX_ONNX_IMPORT(kLoop, "Loop", 1).importer([](OnnxImportCtx& c) {
     std::vector<OnnxValue> out = c.subgraph("body", in);
     c.check(out[0].kind == OnnxValue::Kind::Tensor, "the body's condition must be a tensor");
     cond = truth(c, out[0].tensor, "the body's condition");
-    for(size_t k = 0; k < nCarried; ++k) carried[k] = out[1 + k];
+    for(size_t k = 0; k < nCarried; ++k) {
+      carried[k] = out[1 + k];
+      // Each iteration copies its carried sequences: bounded, so that a
+      // sequence grown by every iteration cannot take quadratic time.
+      carriedElems += carried[k].sequence.size();
+    }
+    c.check(carriedElems <= kMaxCarriedElements, "after ", i + 1, " iterations the loop has carried more than ",
+            kMaxCarriedElements, " sequence elements (the limit for one Loop)");
     for(size_t k = 0; k < nScan; ++k) scans[k].push_back(out[1 + nCarried + k]);
   }
   for(size_t k = 0; k < nCarried; ++k) c.setOutputValue(k, carried[k]);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
+#include <onyx/core/checked.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/convolution.h>
 #include <onyx/ops/pooling.h>
@@ -61,7 +62,9 @@ ONYX_ONNX_IMPORT(kMaxUnpoolImport, "MaxUnpool", 9).importer([](OnnxImportCtx& c)
   std::vector<int64_t> inferred{x->shape()[0], x->shape()[1]};
   for(int i = 0; i < nd; ++i) {
     size_t u = size_t(i);
-    inferred.push_back((x->shape()[2 + i] - 1) * strides[u] + k[u] - pads[u] - pads[u + size_t(nd)]);
+    const char* what = "MaxUnpool output size";
+    inferred.push_back(subChecked(addChecked(mulChecked(x->shape()[2 + i] - 1, strides[u], what), k[u], what),
+                                  addChecked(pads[u], pads[u + size_t(nd)], what), what));
   }
   Expr y = max_unpool(x, idx, Shape(inferred));
   if(c.numInputs() > 2 && c.hasInput(2)) {
@@ -69,7 +72,7 @@ ONYX_ONNX_IMPORT(kMaxUnpoolImport, "MaxUnpool", 9).importer([](OnnxImportCtx& c)
     c.check(out.size() == size_t(nd + 2), "output_shape must have ", nd + 2, " entries, got ", out.size());
     if(out != inferred) {
       std::vector<int64_t> grow(size_t(2 * (nd + 2)), 0);
-      for(size_t i = 0; i < out.size(); ++i) grow[i + out.size()] = out[i] - inferred[i];
+      for(size_t i = 0; i < out.size(); ++i) grow[i + out.size()] = subChecked(out[i], inferred[i], "MaxUnpool output_shape");
       y = pad(y, grow);
     }
   }
