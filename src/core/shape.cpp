@@ -7,18 +7,19 @@
 
 namespace onyx {
 
-// The one place a shape is checked: no negative dimension, and the element
-// count (computed without wrapping) at most kMaxTensorElements, so that
-// elements() and every byte size derived from it are exact.
+// The one place a shape is checked: no negative dimension, and the product
+// of its nonzero dims (computed without wrapping) at most kMaxTensorElements,
+// so that elements(), strides() and every byte size derived from them are
+// exact in any order of multiplication, for empty shapes too (13 x 2^61 x 0
+// overflowed before it reached the 0).
 void Shape::validate() const {
   int64_t n = 1;
-  bool huge = false, empty = false;
+  bool huge = false;
   for(auto d : dims_) {
     ONYX_CHECK(d >= 0, "shape ", toString(), " has a negative dimension");
-    if(d == 0) empty = true;
-    else if(huge || __builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements) huge = true;
+    if(d != 0 && (huge || __builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements)) huge = true;
   }
-  ONYX_CHECK(empty || !huge, "shape ", toString(), " has more than 2^56 elements (the most a tensor may have)");
+  ONYX_CHECK(!huge, "shape ", toString(), " has more than 2^56 elements, zero dims aside (the most a tensor may have)");
 }
 
 int64_t Shape::elements() const {

@@ -462,6 +462,7 @@ std::vector<int64_t> importKernelFromW(OnnxImportCtx& c, Expr W) {
 ConvOptions importConvOptions(OnnxImportCtx& c, Expr x, Expr W) {
   int nd = x->shape().rank() - 2;
   ConvOptions o;
+  c.check(W->shape().rank() == x->shape().rank(), "W of shape ", W->shape(), " must have x's rank ", x->shape().rank());
   std::vector<int64_t> k = importKernelFromW(c, W);
   o.strides = importList(c, "strides", nd, 1);
   o.dilations = importList(c, "dilations", nd, 1);
@@ -876,6 +877,9 @@ Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f
       checkSpatialInput(c, x);
       const int nd = x->shape().rank() - 2;
       ConvOptions o;
+      // The kernel is W's spatial dims: one per spatial dim of x (read below by index).
+      c.check(W->shape().rank() == x->shape().rank(), "W of shape ", W->shape(), " must have x's rank ",
+              x->shape().rank());
       std::vector<int64_t> k = importKernelFromW(c, W);
       o.strides = importList(c, "strides", nd, 1);
       o.dilations = importList(c, "dilations", nd, 1);

@@ -219,7 +219,8 @@ TEST(CheckedSizes, ShapesBeyondTheLimitAreErrors) {
   EXPECT_THROW(Shape({int64_t(1) << 30, int64_t(1) << 30, int64_t(1) << 30}), Error);
   EXPECT_THROW(Shape({int64_t(1) << 62, 4}), Error);  // wraps to 0 in 64 bits
   EXPECT_THROW(Shape({int64_t(1) << 57}), Error);
-  EXPECT_NO_THROW(Shape({int64_t(1) << 62, 0}));  // empty: no elements at all
+  EXPECT_NO_THROW(Shape({int64_t(1) << 40, 0}));   // empty: no elements at all
+  EXPECT_THROW(Shape({13, int64_t(1) << 61, 0}), Error);  // empty, but strides would overflow
   EXPECT_EQ(Shape({kMaxTensorElements}).elements(), kMaxTensorElements);
   Shape s({4, 4});
   EXPECT_THROW(s.set(0, int64_t(1) << 60), Error);
