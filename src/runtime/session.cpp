@@ -71,8 +71,9 @@ std::shared_ptr<Session::Cached> Session::take(const std::string& key) {
 }
 
 void Session::give(const std::string& key, std::shared_ptr<Cached> c) {
-  std::shared_ptr<Cached> dropped;  // destroyed outside the lock
+  std::shared_ptr<Cached> dropped, previous;  // destroyed outside the lock
   std::lock_guard<std::mutex> lock(mutex_);
+  previous = std::move(last_);
   last_ = c;
   if(key.empty() || !c->reusable || options_.maxCachedGraphs == 0) return;
   idle_.emplace_front(key, std::move(c));
