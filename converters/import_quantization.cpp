@@ -1,6 +1,13 @@
 // ONNX quantization ops with no registry op of their own, as integer and
 // float arithmetic around quantize_linear (src/ops/quant.cpp): ConvInteger,
-// MatMulInteger, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul.
+// MatMulInteger, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul;
+// and the com.microsoft ops onnxruntime's quantizer writes in QOperator
+// models (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+// QLinearGlobalAveragePool, QLinearConcat, QGemm, DynamicQuantizeMatMul):
+// dequantize, compute in float, quantize, with the semantics of
+// onnxruntime's contrib-op documentation. (QLinearConv is the registry op
+// qlinear_conv, src/ops/quantized.cpp.)
+#include <string>
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
@@ -8,6 +15,7 @@
 #include <onyx/ops/convolution.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/quant.h>
 #include <onyx/ops/reduce.h>
@@ -106,6 +114,134 @@ void importQLinearMatMul(OnnxImportCtx& c) {
   c.setOutput(0, quantize_linear(d, c.graph().scalar(1.0, Type::float64), yZp));
 }
 
+// ---- com.microsoft (onnxruntime's contrib ops)
+
+// Input i dequantized with the scale and zero point at i + 1, i + 2 (the
+// zero point may be left out: 0).
+Expr dequantized(OnnxImportCtx& c, size_t i, const char* what) {
+  Expr x = c.input(i);
+  checkQuantTarget(c, x->value_type(), what);
+  Expr s = c.input(i + 1);
+  c.check(s->value_type() == Type::float32, what, "'s scale has element type ", s->value_type(), ", not float32");
+  Expr zp = optionalInput(c, i + 2);
+  if(!zp) zp = c.graph().scalar(0, x->value_type());
+  c.check(zp->value_type() == x->value_type(), what, "'s zero point has element type ", zp->value_type(), " but ",
+          what, " has ", x->value_type());
+  return dequantize_linear(x, s, zp);
+}
+
+// y quantized with the scale at i and the zero point at i + 1 (left out: 0
+// in `type`, the quantized input's type).
+Expr requantized(OnnxImportCtx& c, Expr y, size_t i, Type type) {
+  Expr s = c.input(i);
+  Expr zp = optionalInput(c, i + 1);
+  if(!zp) zp = c.graph().scalar(0, type);
+  checkQuantTarget(c, zp->value_type(), "the output");
+  return quantize_linear(y, cast(s, y->value_type()), zp);
+}
+
+// QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp).
+template <bool kAdd>
+void importQLinearBinary(OnnxImportCtx& c) {
+  Expr a = dequantized(c, 0, "A"), b = dequantized(c, 3, "B");
+  c.setOutput(0, requantized(c, kAdd ? a + b : a * b, 6, c.input(0)->value_type()));
+}
+
+// QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp).
+void importQLinearSigmoid(OnnxImportCtx& c) {
+  c.setOutput(0, requantized(c, sigmoid(dequantized(c, 0, "X")), 3, c.input(0)->value_type()));
+}
+
+void importQLinearLeakyRelu(OnnxImportCtx& c) {
+  const float alpha = float(c.attrFloat("alpha", 0.01));
+  c.setOutput(0, requantized(c, leaky_relu(dequantized(c, 0, "X"), alpha), 3, c.input(0)->value_type()));
+}
+
+// QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp), channels_last.
+void importQLinearGlobalAveragePool(OnnxImportCtx& c) {
+  Expr x = dequantized(c, 0, "X");
+  const int r = x->shape().rank();
+  c.check(r >= 3, "X of shape ", x->shape(), " must have a batch, a channel and spatial dims");
+  const bool last = c.attrInt("channels_last", 0) != 0;
+  std::vector<int> axes;
+  for(int i = last ? 1 : 2; i < (last ? r - 1 : r); ++i) axes.push_back(i);
+  c.setOutput(0, requantized(c, mean(x, axes, true), 3, c.input(0)->value_type()));
+}
+
+// QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input), axis.
+void importQLinearConcat(OnnxImportCtx& c) {
+  c.check(c.numInputs() >= 5 && (c.numInputs() - 2) % 3 == 0, "takes Y_scale, Y_zero_point and a triple (X, ",
+          "X_scale, X_zero_point) per input, got ", c.numInputs(), " inputs");
+  std::vector<Expr> xs;
+  for(size_t i = 2; i < c.numInputs(); i += 3) xs.push_back(dequantized(c, i, "an input"));
+  const int rank = xs[0]->shape().rank();
+  c.setOutput(0, requantized(c, concat(xs, c.axis(c.attrInt("axis", 0), rank)), 0, c.input(2)->value_type()));
+}
+
+// QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp), alpha,
+// transA, transB: Y = alpha * a_scale * b_scale * ((A - a_zp)' (B - b_zp)' +
+// C), C int32 (scale alpha * a_scale * b_scale, zero point 0); quantized
+// with y_scale and y_zp when y_scale is given, float32 otherwise. b_scale
+// and b_zp are per tensor or per column of B'. The integer product runs in
+// float64 (exact).
+void importQGemm(OnnxImportCtx& c) {
+  Expr a = c.input(0), b = c.input(3);
+  checkQuantTarget(c, a->value_type(), "A");
+  checkQuantTarget(c, b->value_type(), "B");
+  c.check(a->shape().rank() == 2 && b->shape().rank() == 2, "A of shape ", a->shape(), " and B of shape ",
+          b->shape(), " must be matrices");
+  const bool ta = c.attrInt("transA", 0) != 0, tb = c.attrInt("transB", 0) != 0;
+  const double alpha = c.attrFloat("alpha", 1.0);
+  auto zeroOr = [&](size_t i) {
+    Expr z = optionalInput(c, i);
+    return z ? cast(z, Type::float64) : c.graph().scalar(0, Type::float64);
+  };
+  Expr A = cast(a, Type::float64), B = cast(b, Type::float64);
+  if(ta) A = transpose(A, {1, 0});
+  if(tb) B = transpose(B, {1, 0});
+  A = A - zeroOr(2);
+  B = B - zeroOr(5);  // per column of B' ([N]) broadcasts as it is
+  c.check(A->shape()[1] == B->shape()[0], "A' of shape ", A->shape(), " and B' of shape ", B->shape(),
+          " do not multiply");
+  Expr acc = matmul(A, B);
+  if(Expr bias = optionalInput(c, 6)) {
+    c.check(bias->value_type() == Type::int32, "C has element type ", bias->value_type(), " but must be int32");
+    acc = acc + cast(bias, Type::float64);
+  }
+  Expr scale = cast(c.input(1), Type::float64) * cast(c.input(4), Type::float64) * alpha;
+  Expr y = acc * scale;
+  if(Expr ys = optionalInput(c, 7)) {
+    Expr zp = optionalInput(c, 8);
+    if(!zp) zp = c.graph().scalar(0, a->value_type());
+    checkQuantTarget(c, zp->value_type(), "y_zero_point");
+    c.setOutput(0, quantize_linear(y, cast(ys, Type::float64), zp));
+  } else {
+    c.setOutput(0, cast(y, Type::float32));
+  }
+}
+
+// DynamicQuantizeMatMul (A float, B int8/uint8, b_scale, b_zp, bias): A is
+// quantized to uint8 as DynamicQuantizeLinear does, then Y = (Aq - a_zp)
+// (B - b_zp) * a_scale * b_scale + bias in float32; b_scale and b_zp per
+// tensor or per column.
+void importDynamicQuantizeMatMul(OnnxImportCtx& c) {
+  Expr x = c.input(0), b = c.input(1);
+  c.check(x->value_type() == Type::float32, "A has element type ", x->value_type(), " but must be float32");
+  checkQuantTarget(c, b->value_type(), "B");
+  Expr hi = maximum(max(x), 0.0), lo = minimum(min(x), 0.0);
+  Expr range = where(eq(hi, lo), ops::scalarLike(hi, 1.0), hi - lo);
+  Expr aScale = range / 255.0;
+  Expr aZp = quantize_linear(0.0 - lo / aScale, ops::scalarLike(x, 1.0), c.graph().scalar(0, Type::uint8));
+  Expr aq = quantize_linear(x, aScale, aZp);
+  Expr A = cast(aq, Type::float64) - cast(aZp, Type::float64);
+  Expr B = cast(b, Type::float64);
+  if(Expr bz = optionalInput(c, 3)) B = B - cast(bz, Type::float64);
+  Expr y = matmul(A, B) * (cast(aScale, Type::float64) * cast(c.input(2), Type::float64));
+  Expr out = cast(y, Type::float32);
+  if(Expr bias = optionalInput(c, 4)) out = out + bias;
+  c.setOutput(0, out);
+}
+
 }  // namespace
 
 ONYX_ONNX_IMPORT(kMatMulIntegerImport, "MatMulInteger", 10).importer(importMatMulInteger);
@@ -115,5 +251,15 @@ ONYX_ONNX_IMPORT(kDequantizeLinearImport, "DequantizeLinear", 10).importer(impor
 ONYX_ONNX_IMPORT(kDynamicQuantizeLinearImport, "DynamicQuantizeLinear", 11).importer(importDynamicQuantizeLinear);
 
 ONYX_ONNX_IMPORT(kQLinearMatMulImport, "QLinearMatMul", 10).importer(importQLinearMatMul);
+
+#define ONYX_MS_IMPORT(var, op, fn) ONYX_ONNX_IMPORT(var, op, 1).inDomain("com.microsoft").importer(fn)
+ONYX_MS_IMPORT(kQLinearAddImport, "QLinearAdd", importQLinearBinary<true>);
+ONYX_MS_IMPORT(kQLinearMulImport, "QLinearMul", importQLinearBinary<false>);
+ONYX_MS_IMPORT(kQLinearSigmoidImport, "QLinearSigmoid", importQLinearSigmoid);
+ONYX_MS_IMPORT(kQLinearLeakyReluImport, "QLinearLeakyRelu", importQLinearLeakyRelu);
+ONYX_MS_IMPORT(kQLinearGlobalAveragePoolImport, "QLinearGlobalAveragePool", importQLinearGlobalAveragePool);
+ONYX_MS_IMPORT(kQLinearConcatImport, "QLinearConcat", importQLinearConcat);
+ONYX_MS_IMPORT(kQGemmImport, "QGemm", importQGemm);
+ONYX_MS_IMPORT(kDynamicQuantizeMatMulImport, "DynamicQuantizeMatMul", importDynamicQuantizeMatMul);
 
 }  // namespace onyx

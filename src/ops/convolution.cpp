@@ -51,6 +51,42 @@ host::ConvDims ops::transposedDims(const KernelCtx& c) {
   return convDims(c.out.shape(), c.in[0]->shape(), spatialDims(c.in[1]->shape()), c.attrs);
 }
 
+Shape ops::inferConvWindow(InferCtx& c, const Shape& xs, const Shape& ws) {
+  int nd = checkedSpatialRank(c, xs, "x");
+  c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([M, C/group, k..])");
+  const int64_t G = c.attrs.i("group");
+  c.check(G >= 1, "group must be >= 1, got ", G);
+  const int64_t C = xs[1], M = ws[0];
+  c.check(M % G == 0, "output channels ", M, " (W's dim 0) are not divisible by group ", G);
+  c.check(C == ws[1] * G, "x has ", C, " channels but W of shape ", ws, " with group ", G, " expects ", ws[1] * G);
+  host::Spatial sp = checkedSpatial(c, nd, false);
+  Shape::Dims out{xs[0], M};
+  for(int i = 0; i < nd; ++i) {
+    size_t u = size_t(i);
+    int64_t o = windowCount(xs[2 + i], ws[2 + i], sp.strides[u], sp.dilations[u], sp.pads[u],
+                            sp.pads[u + size_t(nd)], false);
+    c.check(o >= 0, "kernel ", ws[2 + i], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i,
+            " of x (", xs[2 + i], ") plus padding");
+    out.push_back(o);
+  }
+  return Shape(out);
+}
+
+OnnxAttrs ops::convOnnxAttrs(OnnxExportCtx& c, const Shape& xs, const Shape& ws) {
+  const Attrs a = c.attrs();
+  host::Spatial sp = spatialOf(a, xs.rank() - 2);
+  OnnxAttrs at;
+  at.emplace_back("kernel_shape", attr(spatialDims(ws)));
+  addList(at, "strides", sp.strides, 1);
+  addList(at, "dilations", sp.dilations, 1);
+  if(a.i("group") != 1) at.emplace_back("group", a["group"]);
+  bool negative = std::any_of(sp.pads.begin(), sp.pads.end(), [](int64_t p) { return p < 0; });
+  c.check(!negative, "negative pads ", attrToString(a.ints("pads")), " (cropping) have no ONNX form in ",
+          c.node().op()->name);
+  addList(at, "pads", sp.pads, 0);
+  return at;
+}
+
 namespace {
 
 using Geom = host::ConvGeom;
@@ -327,25 +363,8 @@ void checkBias(InferCtx& c, int64_t M) {
 // conv's shape and type from x, W and (hasBias) b, the first inputs.
 void inferConv(InferCtx& c, bool hasBias) {
   requireNumeric(c);
-  const Shape& xs = c.shapeOf(0);
-  const Shape& ws = c.shapeOf(1);
-  int nd = checkedSpatialRank(c, xs, "x");
-  c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([M, C/group, k..])");
-  int64_t G = checkedGroup(c), C = xs[1], M = ws[0];
-  c.check(M % G == 0, "output channels ", M, " (W's dim 0) are not divisible by group ", G);
-  c.check(C == ws[1] * G, "x has ", C, " channels but W of shape ", ws, " with group ", G, " expects ", ws[1] * G);
-  if(hasBias) checkBias(c, M);
-  host::Spatial sp = checkedSpatial(c, nd, false);
-  Shape::Dims out{xs[0], M};
-  for(int i = 0; i < nd; ++i) {
-    size_t u = size_t(i);
-    int64_t o = windowCount(xs[2 + i], ws[2 + i], sp.strides[u], sp.dilations[u], sp.pads[u],
-                            sp.pads[u + size_t(nd)], false);
-    c.check(o >= 0, "kernel ", ws[2 + i], " (dilation ", sp.dilations[u], ") is larger than spatial dim ", i,
-            " of x (", xs[2 + i], ") plus padding");
-    out.push_back(o);
-  }
-  c.shape = Shape(out);
+  c.shape = ops::inferConvWindow(c, c.shapeOf(0), c.shapeOf(1));
+  if(hasBias) checkBias(c, c.shapeOf(1)[0]);
 }
 
 AttrList convAttrs(const ConvOptions& o) {

@@ -9,6 +9,7 @@
 
 #include <onyx/backend/cpu/conv_geom.h>
 #include <onyx/graph/node.h>
+#include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_rule.h>
 
 namespace onyx {
@@ -44,11 +45,20 @@ Expr conv_grad_weight(Expr x, Expr dy, const std::vector<int64_t>& kernel, const
 // kernels (backend/cuda/ops_convolution.cpp) share; the geometry is
 // backend/cpu/conv_geom.h's.
 struct KernelCtx;
+struct InferCtx;
 namespace ops {
 // From a conv node's attributes (strides, pads, dilations, group).
 host::ConvDims convDims(const Shape& x, const Shape& pos, const std::vector<int64_t>& kernel, const Attrs& a);
 // conv_transpose's: the convolution whose adjoint it is (image = its output).
 host::ConvDims transposedDims(const KernelCtx& c);
+// The output shape of a conv over x (shape xs) with weights ws under the
+// node's strides/dilations/pads/group, every size checked (conv's inference;
+// qlinear_conv's too).
+Shape inferConvWindow(InferCtx& c, const Shape& xs, const Shape& ws);
+// ONNX Conv's attributes (kernel_shape, strides, dilations, group, pads) for
+// the node being exported, its x of shape xs and W of shape ws; negative
+// pads are an error (QLinearConv's export).
+OnnxAttrs convOnnxAttrs(OnnxExportCtx& c, const Shape& xs, const Shape& ws);
 }  // namespace ops
 
 // ---- ONNX import helpers of the window ops, shared by the import rules of

@@ -153,7 +153,7 @@ Dims rowMajor(const Dims& dims) {
 // W [M, C/G, k..] as oneDNN's weights: (G,) OC, IC, k.. For a convolution
 // OC = M; for a deconvolution (the image is its dst) OC = C/G per group and
 // IC = M/G, read transposed from the same memory.
-memory::desc weightsMd(const ConvDims& cd, const Lists& l, bool transposed) {
+memory::desc weightsMd(const ConvDims& cd, const Lists& l, bool transposed, memory::data_type t = kF32) {
   const bool grouped = cd.G > 1;
   Dims lead = grouped ? Dims{cd.G, cd.Mg, cd.Cg} : Dims{cd.Mg, cd.Cg};
   Dims dims = cat(lead, l.k);
@@ -163,7 +163,7 @@ memory::desc weightsMd(const ConvDims& cd, const Lists& l, bool transposed) {
     std::swap(dims[o], dims[o + 1]);
     std::swap(strides[o], strides[o + 1]);
   }
-  return memory::desc(dims, kF32, strides);
+  return memory::desc(dims, t, strides);
 }
 
 memory::desc anyLike(const memory::desc& md) { return memory::desc(md.dims(), kF32, Tag::any); }
@@ -528,6 +528,121 @@ bool run(Kind kind, const ConvDims& cd, int nd, const float* const ptr[3], const
   gRuns.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
+
+// ------------------------------------------------------------------ int8
+
+}  // namespace
+
+struct DnnlQConv {
+  dnnl::convolution_forward prim;
+  memory::desc srcUser, src, dstUser, dst;
+  dnnl::reorder srcMove, dstMove;
+  bool reorderSrc = false, reorderDst = false;
+  memory weights;                 // reordered, owned
+  std::vector<int32_t> biasData;  // empty: no bias
+  memory::desc biasMd;
+  size_t scratch = 0;
+};
+
+std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
+                                            const std::vector<float>& scales, bool ySigned) {
+  if(nd < 1 || nd > 3 || cd.N <= 0 || cd.C <= 0 || cd.M <= 0 || cd.G <= 0 || cd.g.imgSize <= 0 ||
+     cd.g.posSize <= 0 || cd.g.kSize <= 0 || !fits(cd) || scales.empty())
+    return nullptr;
+  Lists l;
+  if(!lists(cd, nd, l)) return nullptr;
+  using dt = memory::data_type;
+  const dnnl::engine& eng = cpuEngine();
+  const Tag tag = plainTag(nd + 2);
+  auto q = std::make_shared<DnnlQConv>();
+  try {
+    const dt yt = ySigned ? dt::s8 : dt::u8;
+    q->srcUser = memory::desc(cat({cd.N, cd.C}, l.img), dt::u8, tag);
+    q->dstUser = memory::desc(cat({cd.N, cd.M}, l.pos), yt, tag);
+    const memory::desc wUser = weightsMd(cd, l, false, dt::s8);
+    if(bias) q->biasMd = memory::desc({cd.M}, dt::s32, Tag::a);
+    dnnl::primitive_attr attr = userScratchpad();
+    attr.set_output_scales(scales.size() > 1 ? 2 : 0, scales);
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      memory::desc(q->srcUser.dims(), dt::u8, Tag::any),
+                                      memory::desc(wUser.dims(), dt::s8, Tag::any), q->biasMd,
+                                      memory::desc(q->dstUser.dims(), yt, Tag::any), l.s, l.d, l.pl, l.pr);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+    // Reference kernels are orders of magnitude slower than the float path.
+    if(std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+    q->prim = dnnl::convolution_forward(pd);
+    q->src = pd.src_desc();
+    q->dst = pd.dst_desc();
+    q->scratch = pd.scratchpad_desc().get_size();
+    if((q->reorderSrc = q->src != q->srcUser)) {
+      dnnl::reorder::primitive_desc r(eng, q->srcUser, eng, q->src, userScratchpad());
+      q->scratch = std::max(q->scratch, r.scratchpad_desc().get_size());
+      q->srcMove = dnnl::reorder(r);
+    }
+    if((q->reorderDst = q->dst != q->dstUser)) {
+      dnnl::reorder::primitive_desc r(eng, q->dst, eng, q->dstUser, userScratchpad());
+      q->scratch = std::max(q->scratch, r.scratchpad_desc().get_size());
+      q->dstMove = dnnl::reorder(r);
+    }
+    q->weights = memory(pd.weights_desc(), eng);
+    memory wm(wUser, eng, const_cast<int8_t*>(w));
+    dnnl::reorder(wm, q->weights).execute(threadStream(), wm, q->weights);
+    threadStream().wait();
+    if(bias) q->biasData.assign(bias, bias + cd.M);
+  } catch(const dnnl::error&) {
+    return nullptr;
+  }
+  return q;
+}
+
+void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void* y, int32_t yZeroPoint) {
+  const dnnl::engine& eng = cpuEngine();
+  dnnl::stream& strm = threadStream();
+  size_t total = ThreadArena::roundUp(std::max<size_t>(q.scratch, 1));
+  const size_t srcOff = total;
+  if(q.reorderSrc) total += ThreadArena::roundUp(q.src.get_size());
+  const size_t dstOff = total;
+  if(q.reorderDst) total += ThreadArena::roundUp(q.dst.get_size());
+  char* arena = threadArena().reserve(total);
+  memory scratch(memory::desc({int64_t(std::max<size_t>(q.scratch, 1))}, memory::data_type::u8, Tag::a), eng, arena);
+  memory srcUser(q.srcUser, eng, const_cast<uint8_t*>(x)), dstUser(q.dstUser, eng, y);
+  memory src = srcUser, dst = dstUser;
+  if(q.reorderSrc) {
+    src = memory(q.src, eng, arena + srcOff);
+    q.srcMove.execute(strm, {{DNNL_ARG_FROM, srcUser}, {DNNL_ARG_TO, src}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  }
+  if(q.reorderDst) dst = memory(q.dst, eng, arena + dstOff);
+  int32_t xz = xZeroPoint, yz = yZeroPoint;
+  const memory::desc zpMd({1}, memory::data_type::s32, Tag::a);
+  memory xzm(zpMd, eng, &xz), yzm(zpMd, eng, &yz);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                       {DNNL_ARG_WEIGHTS, q.weights},
+                                       {DNNL_ARG_DST, dst},
+                                       {DNNL_ARG_SCRATCHPAD, scratch},
+                                       {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, xzm},
+                                       {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, yzm}};
+  if(!q.biasData.empty())
+    args[DNNL_ARG_BIAS] = memory(q.biasMd, eng, const_cast<int32_t*>(q.biasData.data()));
+  q.prim.execute(strm, args);
+  if(q.reorderDst) q.dstMove.execute(strm, {{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, dstUser}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  strm.wait();
+  gRuns.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool dnnlHasVnni() {
+  static const bool vnni = [] {
+    const unsigned isa = unsigned(dnnl::get_effective_cpu_isa());
+    return (isa & unsigned(dnnl_cpu_isa_avx512_core_vnni) & ~unsigned(dnnl_cpu_isa_avx512_core)) != 0 ||
+           isa == unsigned(dnnl_cpu_isa_avx2_vnni);
+  }();
+  return vnni;
+}
+
+bool dnnlInt8Exact(int wMaxAbs) { return dnnlHasVnni() || wMaxAbs <= 64; }
+
+namespace {
 
 }  // namespace
 

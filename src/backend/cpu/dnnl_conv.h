@@ -97,6 +97,28 @@ bool dnnlConvTransposed(const ConvDims& cd, int nd, const float* x, const float*
 // than the conv would produce (trailing ones cut).
 bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float* dy, float* dw);
 
+// ---- int8 convolution (qlinear_conv)
+//
+// y = saturate(round((conv(x - x_zp, w) + b[m]) * scale[m]) + y_zp) in u8 or
+// s8, with x u8 [N, C, img..] (plain), w s8 [M, C/G, k..] whose zero point is
+// already subtracted, b int32 [M] (or none) and scale per output channel
+// (one value: all), accumulated in int32 by oneDNN's int8 kernels and scaled
+// and rounded (half to even) in float32. Built once per node: the weights
+// are reordered into the object, the scales baked into the primitive.
+struct DnnlQConv;
+// Null when oneDNN declines the problem (then nothing was built).
+std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
+                                            const std::vector<float>& scales, bool ySigned);
+void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void* y, int32_t yZeroPoint);
+// Whether oneDNN's int8 convolution sums u8 x s8 products exactly on this
+// CPU for weights of magnitude up to wMaxAbs: always with VNNI (vpdpbusd
+// adds in int32); without it, pairs of products are first summed in
+// saturating int16 (vpmaddubsw), which is exact while 2 * 255 * wMaxAbs <=
+// 32767, i.e. weights in [-64, 64] (onnxruntime's reduce_range).
+bool dnnlInt8Exact(int wMaxAbs);
+// Whether oneDNN uses VNNI instructions on this CPU.
+bool dnnlHasVnni();
+
 // Whether callers should take the oneDNN path: on unless the environment
 // has ONYX_DNNL=0 (for A/B timings); tests switch it with setDnnlEnabled.
 bool dnnlEnabled();

@@ -1,0 +1,370 @@
+// Quantized compute: qlinear_conv, ONNX QLinearConv as one op, a
+// convolution of 8-bit integers with int32 accumulation and the
+// requantization of its sums to 8 bits. The QDQ rewrite
+// (graph/passes/fuse_qdq.cpp) makes it from DequantizeLinear -> Conv ->
+// QuantizeLinear too.
+//
+// y[n, m, o..] = saturate(round((sum (x - x_zp) (w - w_zp[m]) + b[m]) * S[m]) + y_zp)
+// with S[m] = x_scale * w_scale[m] / y_scale computed in float32 and the
+// product in float64, as ONNX's reference (round half to even).
+//
+// CPU kernels, in order of preference:
+// - int8 through oneDNN (backend/cpu/dnnl_conv.h) when it sums exactly: on
+//   CPUs with VNNI always, without it for weights in [-64, 64] (what
+//   onnxruntime's reduce_range makes); s8 x runs as u8 (x + 128, zero point
+//   + 128: the same differences), the weights less their zero point as s8.
+//   oneDNN scales in float32: a result may differ from the reference by one
+//   unit where the float32 and float64 products round differently.
+// - float32: the convolution of (x - x_zp) and (w - w_zp) through the float
+//   kernels, then the requantization. Products of 8-bit integers are exact
+//   in float32 and so is their sum while it stays below 2^24 in magnitude,
+//   which the kernel checks per layer from the weights (a bound on every
+//   partial sum); beyond it the sum carries float32 rounding, a relative
+//   error of at most the number of taps times 2^-24.
+// - exact integer loops where oneDNN declines the problem (ONYX_DNNL=0).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include <onyx/backend/cpu/dnnl_conv.h>
+#include <onyx/backend/cpu/parallel.h>
+#include <onyx/graph/onnx_export.h>
+#include <onyx/graph/onnx_import.h>
+#include <onyx/ops/convolution.h>
+#include <onyx/ops/kernel_helpers.h>
+#include <onyx/ops/quantized.h>
+#include <onyx/ops/window_helpers.h>
+
+namespace onyx {
+
+ONYX_OP(kQLinearConv, "qlinear_conv");
+
+namespace {
+
+enum QIn : size_t { kX = 0, kXScale, kXZp, kW, kWScale, kWZp, kYScale, kYZp, kBias };
+
+bool is8Bit(Type t) { return t == Type::uint8 || t == Type::int8; }
+
+int64_t intAt(const TensorBase& t, int64_t i) {
+  switch(t.type()) {
+    case Type::uint8: return t.data<uint8_t>()[i];
+    case Type::int8: return t.data<int8_t>()[i];
+    case Type::int32: return t.data<int32_t>()[i];
+    default: ONYX_ASSERT(false, "qlinear_conv: integer of type ", t.type());
+  }
+  return 0;
+}
+
+// Entry m, or the only one.
+float perChannelF(const TensorBase& t, int64_t m) { return t.data<float>()[t.size() == 1 ? 0 : m]; }
+
+// What a node's kernel keeps between runs, rebuilt when the weights or the
+// quantization parameters it was made from change.
+struct QConvState {
+  // what it was made from
+  const void* w = nullptr;
+  std::vector<int64_t> wZp;
+  std::vector<float> key;  // x_scale, y_scale, w_scale..
+  int threads = 0;
+  Type yType = Type::undefined, xType = Type::undefined;
+  // the requantization factors S[m] and the weights less their zero point
+  std::vector<float> S;
+  std::vector<int32_t> wq;  // [M, C/G, k..]
+  int wMaxAbs = 0;
+  int64_t maxRowSum = 0;  // max over m of sum |wq[m, ..]|
+  // int8 path
+  std::shared_ptr<host::DnnlQConv> dnnl;
+  bool triedDnnl = false;
+  // float path
+  std::vector<float> wf, bf;
+  host::DnnlWeightSlot slot;
+};
+
+std::vector<float> paramKey(const KernelCtx& c) {
+  std::vector<float> k{c.in[kXScale]->data<float>()[0], c.in[kYScale]->data<float>()[0]};
+  const TensorBase& ws = *c.in[kWScale];
+  k.insert(k.end(), ws.data<float>(), ws.data<float>() + ws.size());
+  return k;
+}
+
+std::vector<int64_t> wZpOf(const KernelCtx& c) {
+  const TensorBase& z = *c.in[kWZp];
+  std::vector<int64_t> v(size_t(z.size()));
+  for(int64_t i = 0; i < z.size(); ++i) v[size_t(i)] = intAt(z, i);
+  return v;
+}
+
+void build(QConvState& s, const KernelCtx& c) {
+  const TensorBase& w = *c.in[kW];
+  const int64_t M = w.shape()[0], per = w.size() / std::max<int64_t>(M, 1);
+  s.w = w.raw();
+  s.wZp = wZpOf(c);
+  s.key = paramKey(c);
+  s.threads = host::numThreads();
+  s.yType = c.out.type();
+  s.xType = c.in[kX]->type();
+  const float xs = s.key[0], ys = s.key[1];
+  s.S.resize(size_t(M));
+  for(int64_t m = 0; m < M; ++m) s.S[size_t(m)] = xs * perChannelF(*c.in[kWScale], m) / ys;  // float32, as numpy
+  s.wq.resize(size_t(w.size()));
+  s.wMaxAbs = 0;
+  s.maxRowSum = 0;
+  for(int64_t m = 0; m < M; ++m) {
+    const int64_t zp = s.wZp[s.wZp.size() == 1 ? 0 : size_t(m)];
+    int64_t row = 0;
+    for(int64_t i = 0; i < per; ++i) {
+      const int64_t v = intAt(w, m * per + i) - zp;
+      s.wq[size_t(m * per + i)] = int32_t(v);
+      s.wMaxAbs = std::max<int>(s.wMaxAbs, int(std::abs(v)));
+      row += std::abs(v);
+    }
+    s.maxRowSum = std::max(s.maxRowSum, row);
+  }
+  s.dnnl.reset();
+  s.triedDnnl = false;
+  s.wf.clear();
+  s.bf.clear();
+  s.slot.reset();
+}
+
+bool current(const QConvState& s, const KernelCtx& c) {
+  return s.w == c.in[kW]->raw() && s.threads == host::numThreads() && s.yType == c.out.type() &&
+         s.xType == c.in[kX]->type() && s.key == paramKey(c) && s.wZp == wZpOf(c);
+}
+
+// y = saturate(nearbyint(acc * S[m]) + y_zp), acc in float64.
+template <class Y, class A>
+void requantize(const A* acc, Y* y, const std::vector<float>& S, int64_t yzp, int64_t N, int64_t M, int64_t P) {
+  const double lo = double(std::numeric_limits<Y>::lowest()), hi = double(std::numeric_limits<Y>::max());
+  host::parallelFor(N * M, N * M * P, [&](int64_t b, int64_t e) {
+    for(int64_t nm = b; nm < e; ++nm) {
+      const double f = double(S[size_t(nm % M)]);
+      const A* a = acc + nm * P;
+      Y* o = y + nm * P;
+      for(int64_t p = 0; p < P; ++p) {
+        const double v = std::nearbyint(double(a[p]) * f) + double(yzp);
+        o[p] = Y(v < lo ? lo : v > hi ? hi : v);
+      }
+    }
+  });
+}
+
+template <class Fn>
+void dispatch8(Type t, Fn&& fn) {
+  if(t == Type::uint8) fn(TypeTag<uint8_t>{});
+  else fn(TypeTag<int8_t>{});
+}
+
+// The exact integer convolution (no oneDNN): acc[n, m, p] in int64.
+void convExact(const KernelCtx& c, const QConvState& s, const host::ConvDims& cd, std::vector<int64_t>& acc) {
+  const TensorBase& x = *c.in[kX];
+  const int64_t xzp = intAt(*c.in[kXZp], 0);
+  const host::ConvGeom& g = cd.g;
+  const bool bias = c.in.size() > kBias;
+  acc.assign(size_t(cd.N * cd.M * cd.P), 0);
+  host::parallelFor(cd.N * cd.M, cd.N * cd.M * cd.P * cd.CK, [&](int64_t b, int64_t e) {
+    for(int64_t nm = b; nm < e; ++nm) {
+      const int64_t n = nm / cd.M, m = nm % cd.M, grp = m / cd.Mg;
+      int64_t* out = acc.data() + nm * cd.P;
+      const int32_t* wm = s.wq.data() + m * cd.CK;
+      const int64_t b0 = bias ? intAt(*c.in[kBias], m) : 0;
+      for(int64_t o0 = 0; o0 < g.pos[0]; ++o0)
+        for(int64_t o1 = 0; o1 < g.pos[1]; ++o1)
+          for(int64_t o2 = 0; o2 < g.pos[2]; ++o2) {
+            int64_t sum = b0;
+            for(int64_t ci = 0; ci < cd.Cg; ++ci) {
+              const int64_t plane = (n * cd.C + grp * cd.Cg + ci) * g.imgSize;
+              for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
+                const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
+                if(i0 < 0 || i0 >= g.img[0]) continue;
+                for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+                  const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+                  if(i1 < 0 || i1 >= g.img[1]) continue;
+                  for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+                    const int64_t i2 = o2 * g.s[2] + k2 * g.d[2] - g.pb[2];
+                    if(i2 < 0 || i2 >= g.img[2]) continue;
+                    const int64_t xv = intAt(x, plane + (i0 * g.img[1] + i1) * g.img[2] + i2) - xzp;
+                    sum += xv * wm[((ci * g.k[0] + k0) * g.k[1] + k1) * g.k[2] + k2];
+                  }
+                }
+              }
+            }
+            out[(o0 * g.pos[1] + o1) * g.pos[2] + o2] = sum;
+          }
+    }
+  });
+}
+
+// The int8 path: true when oneDNN ran it.
+bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
+  if(!s.triedDnnl) {
+    s.triedDnnl = true;
+    if(host::dnnlInt8Exact(s.wMaxAbs) && s.wMaxAbs <= 127) {
+      std::vector<int8_t> w8(s.wq.begin(), s.wq.end());
+      std::vector<int32_t> b32;
+      if(c.in.size() > kBias) b32.assign(c.in[kBias]->data<int32_t>(), c.in[kBias]->data<int32_t>() + cd.M);
+      s.dnnl = host::dnnlQConvPrepare(cd, nd, w8.data(), b32.empty() ? nullptr : b32.data(), s.S,
+                                      c.out.type() == Type::int8);
+    }
+  }
+  if(!s.dnnl) return false;
+  int64_t xzp = intAt(*c.in[kXZp], 0);
+  const uint8_t* x = static_cast<const uint8_t*>(c.in[kX]->raw());
+  Tensor shifted;
+  if(c.in[kX]->type() == Type::int8) {  // as u8: x + 128 with the zero point + 128
+    shifted = c.scratch(c.in[kX]->shape(), Type::uint8);
+    const int8_t* from = c.in[kX]->data<int8_t>();
+    uint8_t* to = shifted->data<uint8_t>();
+    host::parallelFor(c.in[kX]->size(), c.in[kX]->size(), [&](int64_t b, int64_t e) {
+      for(int64_t i = b; i < e; ++i) to[i] = uint8_t(int(from[i]) + 128);
+    });
+    x = to;
+    xzp += 128;
+  }
+  host::dnnlQConvRun(*s.dnnl, x, int32_t(xzp), c.out.raw(), int32_t(intAt(*c.in[kYZp], 0)));
+  return true;
+}
+
+// The float32 path: true when the float convolution ran through oneDNN.
+bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
+  const TensorBase& x = *c.in[kX];
+  if(s.wf.empty()) {
+    s.wf.assign(s.wq.begin(), s.wq.end());
+    if(c.in.size() > kBias) {
+      const int32_t* b = c.in[kBias]->data<int32_t>();
+      s.bf.assign(b, b + cd.M);
+    }
+  }
+  Tensor xfT = c.scratch(x.shape(), Type::float32), accT = c.scratch(c.out.shape(), Type::float32);
+  float* xf = xfT->data<float>();
+  const float xzp = float(intAt(*c.in[kXZp], 0));
+  dispatch8(x.type(), [&](auto tag) {
+    using X = typename decltype(tag)::type;
+    const X* from = x.data<X>();
+    host::parallelFor(x.size(), x.size(), [&](int64_t b, int64_t e) {
+      for(int64_t i = b; i < e; ++i) xf[i] = float(from[i]) - xzp;
+    });
+  });
+  if(!host::dnnlConvForward(cd, nd, xf, s.wf.data(), s.bf.empty() ? nullptr : s.bf.data(), accT->data<float>(),
+                            nullptr, &s.slot))
+    return false;
+  dispatch8(c.out.type(), [&](auto tag) {
+    using Y = typename decltype(tag)::type;
+    requantize(accT->data<float>(), c.out.data<Y>(), s.S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+  });
+  return true;
+}
+
+void qconvKernel(KernelCtx& c) {
+  const host::ConvDims cd = ops::convDims(c.in[kX]->shape(), c.out.shape(), host::spatialDims(c.in[kW]->shape()),
+                                          c.attrs);
+  const int nd = c.out.shape().rank() - 2;
+  if(c.out.size() == 0) return;
+  // Kept on the node while W is a constant; rebuilt per run otherwise.
+  std::shared_ptr<void>& slot = c.node.kernelState();
+  const bool keep = c.node.child(kW)->kind() == NodeKind::Constant;
+  std::shared_ptr<QConvState> st = keep ? std::static_pointer_cast<QConvState>(slot) : nullptr;
+  if(!st || !current(*st, c)) {
+    st = std::make_shared<QConvState>();
+    build(*st, c);
+    if(keep) slot = st;
+  }
+  if(host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0) {
+    if(qconvDnnl(c, *st, cd, nd)) return;
+    if(qconvFloat(c, *st, cd, nd)) return;
+  }
+  std::vector<int64_t> acc;
+  convExact(c, *st, cd, acc);
+  dispatch8(c.out.type(), [&](auto tag) {
+    using Y = typename decltype(tag)::type;
+    requantize(acc.data(), c.out.data<Y>(), st->S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+  });
+}
+
+void inferQConv(InferCtx& c) {
+  c.check(is8Bit(c.typeOf(kX)), "x has element type ", c.typeOf(kX), "; QLinearConv takes uint8 or int8");
+  c.check(is8Bit(c.typeOf(kW)), "w has element type ", c.typeOf(kW), "; QLinearConv takes uint8 or int8");
+  c.check(is8Bit(c.typeOf(kYZp)), "y_zero_point has element type ", c.typeOf(kYZp), "; it must be uint8 or int8");
+  c.check(c.typeOf(kXZp) == c.typeOf(kX), "x_zero_point has element type ", c.typeOf(kXZp), " but x has ",
+          c.typeOf(kX));
+  c.check(c.typeOf(kWZp) == c.typeOf(kW), "w_zero_point has element type ", c.typeOf(kWZp), " but w has ",
+          c.typeOf(kW));
+  for(size_t i : {kXScale, kWScale, kYScale})
+    c.check(c.typeOf(i) == Type::float32, i == kXScale ? "x_scale" : i == kWScale ? "w_scale" : "y_scale",
+            " has element type ", c.typeOf(i), " but must be float32");
+  const Shape& xs = c.shapeOf(kX);
+  const Shape& ws = c.shapeOf(kW);
+  c.shape = ops::inferConvWindow(c, xs, ws);
+  const int64_t M = ws[0];
+  for(size_t i : {kXScale, kXZp, kYScale, kYZp})
+    c.check(c.shapeOf(i).elements() == 1 && c.shapeOf(i).rank() <= 1, "input ", i, " of shape ", c.shapeOf(i),
+            " must be a scalar (per-tensor quantization of x and y)");
+  for(size_t i : {kWScale, kWZp}) {
+    const Shape& s = c.shapeOf(i);
+    c.check(s.rank() <= 1 && (s.elements() == 1 || s.elements() == M), i == kWScale ? "w_scale" : "w_zero_point",
+            " of shape ", s, " must be a scalar or have one entry per output channel (", M, ")");
+  }
+  if(c.n() > kBias) {
+    c.check(c.typeOf(kBias) == Type::int32, "B has element type ", c.typeOf(kBias), " but must be int32");
+    c.check(c.shapeOf(kBias) == Shape({M}), "B of shape ", c.shapeOf(kBias), " must be [", M, "]");
+  }
+  c.type = c.typeOf(kYZp);
+}
+
+// QLinearConv 10: its inputs as they are; auto_pad resolved to pads. A
+// missing zero point is 0 of its tensor's type (y's: x's type).
+void importQLinearConv(OnnxImportCtx& c) {
+  Expr x = c.input(kX), w = c.input(kW);
+  checkSpatialInput(c, x);
+  c.check(is8Bit(x->value_type()) && is8Bit(w->value_type()), "x (", x->value_type(), ") and w (", w->value_type(),
+          ") must be uint8 or int8");
+  std::vector<Expr> in(kBias);
+  for(size_t i = 0; i < kBias; ++i) in[i] = optionalInput(c, i);
+  c.check(in[kXScale] && in[kWScale] && in[kYScale], "x_scale, w_scale and y_scale are required");
+  if(!in[kXZp]) in[kXZp] = c.graph().scalar(0, x->value_type());
+  if(!in[kWZp]) in[kWZp] = c.graph().scalar(0, w->value_type());
+  if(!in[kYZp]) in[kYZp] = c.graph().scalar(0, x->value_type());
+  if(Expr b = optionalInput(c, kBias)) in.push_back(b);
+  ConvOptions o = importConvOptions(c, x, w);
+  c.setOutput(0, c.graph().make(kQLinearConv, in,
+                                {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)},
+                                 {"pads", attr(o.pads)}, {"group", attr(o.group)}}));
+}
+
+void exportQLinearConv(OnnxExportCtx& c) {
+  c.emit("QLinearConv", c.inputs(), {c.output()}, ops::convOnnxAttrs(c, c.inputShape(kX), c.inputShape(kW)));
+}
+
+}  // namespace
+
+[[maybe_unused]] static OpDef& kQLinearConvDef = kQLinearConv
+    .doc("y = saturate(round((conv(x - x_zero_point, w - w_zero_point) + B) * x_scale * w_scale / y_scale) + "
+         "y_zero_point): ONNX QLinearConv's inputs (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, "
+         "y_zero_point, B); uint8/int8 x, w and y, int32 B, w_scale and w_zero_point per tensor or per output "
+         "channel; conv's attributes")
+    .inputs(8, 9)
+    .attr("strides", IntList{})
+    .attr("dilations", IntList{})
+    .attr("pads", IntList{})
+    .attr("group", int64_t(1))
+    .infer(inferQConv)
+    .cpu(qconvKernel)
+    .notDifferentiable("integer output (quantized models are run, not trained)")
+    .gpuOnHost("no GPU form yet: int8 convolution runs on the CPU kernels")
+    .onnx("QLinearConv", 10)
+    .importer(importQLinearConv)
+    .exporter(exportQLinearConv);
+
+Expr qlinear_conv(Expr x, Expr xScale, Expr xZeroPoint, Expr w, Expr wScale, Expr wZeroPoint, Expr yScale,
+                  Expr yZeroPoint, Expr b, const ConvOptions& o) {
+  std::vector<Expr> in{x, xScale, xZeroPoint, w, wScale, wZeroPoint, yScale, yZeroPoint};
+  if(b) in.push_back(b);
+  return x->graph()->make(kQLinearConv, in,
+                          {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)}, {"pads", attr(o.pads)},
+                           {"group", attr(o.group)}});
+}
+
+}  // namespace onyx

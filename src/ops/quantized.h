@@ -1,0 +1,18 @@
+// Expression operators of src/ops/quantized.cpp: quantized compute.
+#pragma once
+#include <onyx/graph/node.h>
+#include <onyx/ops/convolution.h>
+
+namespace onyx {
+
+// ONNX QLinearConv: y = saturate(round((conv(x - xZeroPoint, w - wZeroPoint)
+// + b) * xScale * wScale / yScale) + yZeroPoint) in yZeroPoint's type. x, w
+// and the zero points are uint8 or int8 (each zero point of its tensor's
+// type), the scales float32; xScale, xZeroPoint, yScale and yZeroPoint hold
+// one value, wScale and wZeroPoint one or one per output channel; b is int32
+// [M] or null. The sums are exact integers (see the .cpp for when the fast
+// kernels guarantee it); rounding is half to even. Not differentiable.
+Expr qlinear_conv(Expr x, Expr xScale, Expr xZeroPoint, Expr w, Expr wScale, Expr wZeroPoint, Expr yScale,
+                  Expr yZeroPoint, Expr b = nullptr, const ConvOptions& o = {});
+
+}  // namespace onyx
