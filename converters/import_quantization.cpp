@@ -1,6 +1,7 @@
 // ONNX quantization ops with no registry op of their own, as integer and
-// float arithmetic around quantize_linear (src/ops/quant.cpp): ConvInteger,
-// MatMulInteger, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul;
+// float arithmetic around quantize_linear and dequantize_linear
+// (src/ops/quant.cpp): ConvInteger, MatMulInteger, DynamicQuantizeLinear,
+// QLinearMatMul;
 // and the com.microsoft ops onnxruntime's quantizer writes in QOperator
 // models (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
 // QLinearGlobalAveragePool, QLinearConcat, QGemm, DynamicQuantizeMatMul):
@@ -55,22 +56,6 @@ void importMatMulInteger(OnnxImportCtx& c) {
   }
   if(c.numInputs() > 3 && c.hasInput(3)) b = b - cast(c.input(3), Type::int32);
   c.setOutput(0, matmul(a, b));
-}
-
-// DequantizeLinear 10, 13 (axis), 19, 21 (block_size), 23 (output_dtype):
-// y = (x - zero_point) * scale in scale's type.
-void importDequantizeLinear(OnnxImportCtx& c) {
-  Expr x = c.input(0), scale = c.input(1);
-  int64_t axis = c.attrInt("axis", 1), block = c.attrInt("block_size", 0);
-  Type outType = static_cast<Type>(c.attrInt("output_dtype", 0));
-  checkQuantTarget(c, x->value_type(), "x");
-  Type ft = outType != Type::undefined ? outType : scale->value_type();
-  c.check(isFloat(ft), "the output type ", ft, " is not a float type");
-  const Shape& xs = x->shape();
-  Expr y = cast(x, ft);
-  if(c.numInputs() > 2 && c.hasInput(2))
-    y = y - cast(alignQuantParam(c, c.input(2), xs, axis, block, "x_zero_point"), ft);
-  c.setOutput(0, y * cast(alignQuantParam(c, scale, xs, axis, block, "x_scale"), ft));
 }
 
 // DynamicQuantizeLinear 11 (uint8): the range [min(x, 0), max(x, 0)] maps to
@@ -245,8 +230,6 @@ void importDynamicQuantizeMatMul(OnnxImportCtx& c) {
 }  // namespace
 
 ONYX_ONNX_IMPORT(kMatMulIntegerImport, "MatMulInteger", 10).importer(importMatMulInteger);
-
-ONYX_ONNX_IMPORT(kDequantizeLinearImport, "DequantizeLinear", 10).importer(importDequantizeLinear);
 
 ONYX_ONNX_IMPORT(kDynamicQuantizeLinearImport, "DynamicQuantizeLinear", 11).importer(importDynamicQuantizeLinear);
 

@@ -1,6 +1,7 @@
 // Linear quantization: quantize_linear (round, add the zero point, saturate)
-// is the one op with a kernel; DequantizeLinear, DynamicQuantizeLinear and
-// QLinearMatMul import as composites of it and the arithmetic ops.
+// and dequantize_linear ((x - zero point) * scale); DynamicQuantizeLinear
+// and QLinearMatMul import as composites of them and the arithmetic ops
+// (converters/import_quantization.cpp).
 //
 // ONNX scale/zero-point layouts (per tensor, per axis, blocked) become
 // tensors that broadcast against x at import (alignQuantParam), so the op
@@ -17,6 +18,9 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
+#ifndef ONYX_GPU_PLUGIN
+#include <onyx/backend/cpu/parallel.h>
+#endif
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
@@ -52,6 +56,49 @@ struct QuantizeOf {
     return static_cast<Q>(v);
   }
 };
+
+// y = (x - zp) * s in the scale's type T: the difference computed in T (exact
+// for 8- and 16-bit integers), as the composite cast, sub, mul it replaces.
+struct DequantizeOf {
+  template <class O, class Q, class T>
+  ONYX_HD T operator()(O, Q x, T s, Q zp) const {
+    return (static_cast<T>(x) - static_cast<T>(zp)) * s;
+  }
+};
+
+#ifndef ONYX_GPU_PLUGIN
+// The CPU's loops for the common case, one scale and one zero point (per
+// tensor), written so that they vectorize; they compute what the functors
+// compute. Rounding half to even adds and subtracts 1.5 * 2^52 (exact
+// nearest-integer for |v| < 2^51, which the clamp to the integer range
+// ensures; libonyx builds without -ffast-math).
+template <class Q, class T>
+void quantizeRun(const T* x, Q* y, int64_t n, T s, int32_t zp) {
+  constexpr double kMagic = 6755399441055744.0;
+  const double lo = double(std::numeric_limits<Q>::lowest()) - zp, hi = double(std::numeric_limits<Q>::max()) - zp;
+  host::parallelFor(n, n, [=](int64_t b, int64_t e) {
+    for(int64_t i = b; i < e; ++i) {
+      double v = double(x[i] / s);
+      const bool ok = v == v;  // NaN gives 0, as QuantizeOf
+      v = ok ? v : 0.0;
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+      const double r = (v + kMagic) - kMagic;
+      y[i] = ok ? Q(int32_t(r) + zp) : Q(0);
+    }
+  });
+}
+
+template <class Q, class T>
+void dequantizeRun(const Q* x, T* y, int64_t n, T s, T zp) {
+  host::parallelFor(n, n, [=](int64_t b, int64_t e) {
+    for(int64_t i = b; i < e; ++i) y[i] = (T(x[i]) - zp) * s;
+  });
+}
+
+// Whether a kernel's scale and zero point (inputs 1 and 2) hold one value each.
+bool perTensor(const KernelCtx& c) { return c.in[1]->size() == 1 && c.in[2]->size() == 1; }
+#endif
 
 // Integer types a quantized value may have.
 template <class Fn>
@@ -161,6 +208,23 @@ void importQuantizeLinear(OnnxImportCtx& c) {
   const Shape& xs = x->shape();
   c.setOutput(0, quantize_linear(x, alignQuantParam(c, scale, xs, axis, block, "y_scale"),
                                  alignQuantParam(c, zp, xs, axis, block, "y_zero_point")));
+}
+
+// DequantizeLinear 10, 13 (axis), 19, 21 (block_size), 23 (output_dtype):
+// y = (x - zero_point) * scale in scale's type (or output_dtype).
+void importDequantizeLinear(OnnxImportCtx& c) {
+  Expr x = c.input(0), scale = c.input(1);
+  int64_t axis = c.attrInt("axis", 1), block = c.attrInt("block_size", 0);
+  Type outType = static_cast<Type>(c.attrInt("output_dtype", 0));
+  checkQuantTarget(c, x->value_type(), "x");
+  Type ft = outType != Type::undefined ? outType : scale->value_type();
+  c.check(isFloat(ft), "the output type ", ft, " is not a float type");
+  const Shape& xs = x->shape();
+  Expr zp = c.numInputs() > 2 && c.hasInput(2) ? c.input(2) : c.graph().scalar(0, x->value_type());
+  c.check(zp->value_type() == x->value_type(), "x_zero_point has element type ", zp->value_type(), " but x has ",
+          x->value_type());
+  c.setOutput(0, dequantize_linear(x, cast(alignQuantParam(c, scale, xs, axis, block, "x_scale"), ft),
+                                   alignQuantParam(c, zp, xs, axis, block, "x_zero_point")));
 }
 
 // ---- ONNX export
@@ -290,6 +354,15 @@ ONYX_OP(kQuantizeLinear, "quantize_linear")
         using T = typename decltype(tag)::type;
         dispatchQuant(c.out.type(), "quantize_linear", [&](auto qtag) {
           using Q = typename decltype(qtag)::type;
+#ifndef ONYX_GPU_PLUGIN
+          if constexpr(std::is_same_v<decltype(on), ops::OnHost> && std::is_same_v<T, float> && sizeof(Q) == 1) {
+            if(perTensor(c)) {
+              quantizeRun(c.in[0]->data<T>(), c.out.data<Q>(), c.out.size(), c.in[1]->data<T>()[0],
+                          int32_t(c.in[2]->data<Q>()[0]));
+              return;
+            }
+          }
+#endif
           decltype(on)::template run<Q, T, T, Q>(QuantizeOf<Q>::make(), c.out, *c.in[0], *c.in[1], *c.in[2]);
         });
       });
@@ -303,9 +376,93 @@ Expr quantize_linear(Expr x, Expr scale, Expr zeroPoint) {
   return x->graph()->make(kQuantizeLinear, {x, scale, zeroPoint});
 }
 
+namespace {
+
+// DequantizeLinear takes int8/uint8/int32 x (int16/uint16 from opset 21),
+// float32 scales (float16/bfloat16 from 19) and a scale and zero point of
+// one layout: a scalar, or (from opset 13) one per entry of x's `axis`.
+// Everything else is written as Cast, Sub and Mul, which compute the same.
+void exportDequantizeLinear(OnnxExportCtx& c) {
+  Type xt = c.inputType(0), st = c.inputType(1);
+  const Shape& xs = c.inputShape(0);
+  bool xOk = xt == Type::int8 || xt == Type::uint8 || xt == Type::int32 ||
+             ((xt == Type::int16 || xt == Type::uint16) && c.opset() >= 21);
+  bool sOk = st == Type::float32 || ((st == Type::float16 || st == Type::bfloat16) && c.opset() >= 19);
+  Shape::Dims sd = alignedDims(c.inputShape(1), xs.rank()), zd = alignedDims(c.inputShape(2), xs.rank());
+  int axis = -1, nonOne = 0;
+  for(size_t i = 0; i < sd.size(); ++i)
+    if(sd[i] != 1) {
+      axis = static_cast<int>(i);
+      ++nonOne;
+    }
+  bool layoutOk = sd == zd && (nonOne == 0 || (nonOne == 1 && c.opset() >= 13));
+  if(!xOk || !sOk || !layoutOk) {
+    std::string d = c.fresh("shifted");
+    c.emit("Sub", {c.emitCast(c.input(0), st, "x_float"), c.emitCast(c.input(2), st, "zero_point_float")}, {d});
+    c.emit("Mul", {d, c.input(1)}, {c.output()});
+    return;
+  }
+  Shape::Dims to;
+  if(nonOne) to.push_back(sd[static_cast<size_t>(axis)]);
+  std::string sc = reshapeValue(c, c.input(1), c.inputShape(1), to, "scale");
+  std::string z = reshapeValue(c, c.input(2), c.inputShape(2), to, "zero_point");
+  OnnxAttrs attrs;
+  if(nonOne && axis != 1) attrs.emplace_back("axis", AttrValue(int64_t(axis)));
+  c.emit("DequantizeLinear", {c.input(0), sc, z}, {c.output()}, attrs);
+}
+
+}  // namespace
+
+// y = (x - zero_point) * scale
+ONYX_OP(kDequantizeLinear, "dequantize_linear")
+    .doc("y = (x - zero_point) * scale in scale's float type; x and zero_point of one integer type; scale and "
+         "zero_point broadcast to x")
+    .inputs(3)
+    .infer([](InferCtx& c) {
+      c.requireFloat(1);
+      c.check(isQuantType(c.typeOf(0)), "x has element type ", c.typeOf(0),
+              " but must be an integer type (int8, uint8, int16, uint16, int32, int64)");
+      c.check(c.typeOf(2) == c.typeOf(0), "zero_point has element type ", c.typeOf(2), " but x has ", c.typeOf(0));
+      const Shape& x = c.shapeOf(0);
+      for(size_t i = 1; i < 3; ++i) {
+        bool fits = Shape::broadcastable(c.shapeOf(i), x) && Shape::broadcast({x, c.shapeOf(i)}) == x;
+        c.check(fits, i == 1 ? "scale" : "zero_point", " of shape ", c.shapeOf(i), " does not broadcast to x's shape ",
+                x, "; a per-channel parameter needs 1s on the other axes (e.g. [C, 1, 1])");
+      }
+      c.shape = x;
+      c.type = c.typeOf(1);
+    })
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
+      dispatchFloat(c.out.type(), "dequantize_linear", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        dispatchQuant(c.in[0]->type(), "dequantize_linear", [&](auto qtag) {
+          using Q = typename decltype(qtag)::type;
+#ifndef ONYX_GPU_PLUGIN
+          if constexpr(std::is_same_v<decltype(on), ops::OnHost> && std::is_same_v<T, float> && sizeof(Q) == 1) {
+            if(perTensor(c)) {
+              dequantizeRun(c.in[0]->data<Q>(), c.out.data<T>(), c.out.size(), c.in[1]->data<T>()[0],
+                            T(c.in[2]->data<Q>()[0]));
+              return;
+            }
+          }
+#endif
+          decltype(on)::template run<T, Q, T, Q>(DequantizeOf{}, c.out, *c.in[0], *c.in[1], *c.in[2]);
+        });
+      });
+    }))
+    // x and the zero point are integers; the scale's gradient is dy * (x - zp).
+    .backward([](GradCtx& g) {
+      if(g.needs(1)) {
+        Type t = g.x(1)->value_type();
+        g.add(1, g.dy * (cast(g.x(0), t) - cast(g.x(2), t)));
+      }
+    })
+    .onnx("DequantizeLinear", 10)
+    .importer(importDequantizeLinear)
+    .exporter(exportDequantizeLinear);
+
 Expr dequantize_linear(Expr x, Expr scale, Expr zeroPoint) {
-  Type t = scale->value_type();
-  return (cast(x, t) - cast(zeroPoint, t)) * scale;
+  return x->graph()->make(kDequantizeLinear, {x, scale, zeroPoint});
 }
 
 }  // namespace onyx

@@ -12,8 +12,9 @@ namespace onyx {
 // shape [C, 1, 1] for axis 1 of NCHW). Not differentiable.
 Expr quantize_linear(Expr x, Expr scale, Expr zeroPoint);
 
-// y = (x - zeroPoint) * scale in scale's type, with broadcasting: a cast, a
-// sub and a mul, so scale gets a gradient.
+// y = (x - zeroPoint) * scale in scale's float type, with broadcasting; x
+// and zeroPoint of one integer type (as quantize_linear's). The scale gets
+// a gradient, dy * (x - zeroPoint).
 Expr dequantize_linear(Expr x, Expr scale, Expr zeroPoint);
 
 // ---- ONNX import helpers, shared by QuantizeLinear's import (src/ops/quant.cpp)

@@ -135,20 +135,31 @@ bool current(const QConvState& s, const KernelCtx& c) {
          s.xType == c.in[kX]->type() && s.key == paramKey(c) && s.wZp == wZpOf(c);
 }
 
-// y = saturate(nearbyint(acc * S[m]) + y_zp), acc in float64.
+// y = saturate(round(acc * S[m]) + y_zp), the product in float64 and
+// rounded half to even: adding and subtracting 1.5 * 2^52 leaves the
+// nearest integer (ties to even, the default rounding mode) for |v| < 2^51.
+// Clamping to the integer bounds first gives the same result (they are
+// integers) and keeps v in that range. Written as single comparisons so that
+// it vectorizes, unlike nearbyint.
+template <class Y, class A>
+void requantizeRow(const A* a, Y* o, int64_t P, double f, double lo, double hi, int32_t zp) {
+  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52 (libonyx builds without -ffast-math)
+  for(int64_t p = 0; p < P; ++p) {
+    double v = double(a[p]) * f;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    const double r = (v + kMagic) - kMagic;
+    o[p] = Y(int32_t(r) + zp);
+  }
+}
+
 template <class Y, class A>
 void requantize(const A* acc, Y* y, const std::vector<float>& S, int64_t yzp, int64_t N, int64_t M, int64_t P) {
-  const double lo = double(std::numeric_limits<Y>::lowest()), hi = double(std::numeric_limits<Y>::max());
+  const double lo = double(std::numeric_limits<Y>::lowest()) - double(yzp);
+  const double hi = double(std::numeric_limits<Y>::max()) - double(yzp);
   host::parallelFor(N * M, N * M * P, [&](int64_t b, int64_t e) {
-    for(int64_t nm = b; nm < e; ++nm) {
-      const double f = double(S[size_t(nm % M)]);
-      const A* a = acc + nm * P;
-      Y* o = y + nm * P;
-      for(int64_t p = 0; p < P; ++p) {
-        const double v = std::nearbyint(double(a[p]) * f) + double(yzp);
-        o[p] = Y(v < lo ? lo : v > hi ? hi : v);
-      }
-    }
+    for(int64_t nm = b; nm < e; ++nm)
+      requantizeRow(acc + nm * P, y + nm * P, P, double(S[size_t(nm % M)]), lo, hi, int32_t(yzp));
   });
 }
 

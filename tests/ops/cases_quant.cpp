@@ -54,11 +54,16 @@ ONYX_OP_CASE({"quantize_linear", "int16_per_column",
               [](Rs x) { return refQuantize(x, -32768, 32767); },
               /*gradcheck=*/false});
 
-// dequantize_linear is a composite (cast, sub, mul): the scale's gradient
-// is (x - zp), checked here under the mul it ends in.
-ONYX_OP_CASE({"mul", "dequantize_linear_scale_grad",
+// dequantize_linear: uint8 per tensor, with the scale's gradient.
+ONYX_OP_CASE({"dequantize_linear", "uint8_per_tensor_scale_grad",
               {intValues({2, 3}, {0, 17, 255, 128, 3, 200}), in({1, 3}, 0.1, 1), intValues({}, {128})},
               [](Xs x) { return dequantize_linear(cast(x[0], Type::uint8), x[1], cast(x[2], Type::uint8)); },
+              [](Rs x) { return refBroadcast(x, [](const std::vector<double>& v) { return (v[0] - v[2]) * v[1]; }); }});
+// int8 per output channel ([3, 1] against W [3, 4]), both ends of the range.
+ONYX_OP_CASE({"dequantize_linear", "int8_per_row",
+              {intValues({3, 4}, {-128, 127, 0, 5, -1, 2, -3, 4, 100, -100, 50, -50}), in({3, 1}, 0.1, 1),
+               intValues({3, 1}, {0, -3, 7})},
+              [](Xs x) { return dequantize_linear(cast(x[0], Type::int8), x[1], cast(x[2], Type::int8)); },
               [](Rs x) { return refBroadcast(x, [](const std::vector<double>& v) { return (v[0] - v[2]) * v[1]; }); }});
 
 }  // namespace

@@ -267,6 +267,55 @@ TEST(Passes, FoldBatchNormNotWhenWeightsAreInputs) {
   EXPECT_EQ(foldBatchNorm(*b.g, {b.y}), 0u);
 }
 
+// ---- fuse_qdq
+
+// The QDQ form of a quantized convolution as onnxruntime's quantizer writes
+// it: x quantized to uint8, int8 weights per output channel, an int32 bias
+// of scale x_scale * w_scale, the output quantized to uint8 and dequantized
+// (the kept value). biasScaleOff: the bias scale 1% off (not exact).
+Expr qdqConv(ExpressionGraph& g, bool biasScaleOff, bool convReadTwice = false) {
+  Expr x = boundInput(g, {1, 3, 6, 6}, [](float i) { return std::sin(0.37f * i) * 2.f; });
+  const float xs = 0.02f;
+  const std::vector<float> ws{0.01f, 0.003f, 0.007f, 0.02f};
+  std::vector<int8_t> w(4 * 3 * 3 * 3);
+  for(size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(i * 37 % 255) - 127);
+  std::vector<int32_t> b{1200, -800, 30, -5000};
+  std::vector<float> bs(4);
+  for(size_t m = 0; m < 4; ++m) bs[m] = xs * ws[m] * (biasScaleOff ? 1.01f : 1.f);
+  Expr xq = quantize_linear(x, g.scalar(xs, Type::float32), g.scalar(128, Type::uint8));
+  Expr xd = dequantize_linear(xq, g.scalar(xs, Type::float32), g.scalar(128, Type::uint8));
+  Expr wd = dequantize_linear(g.constant(TensorBase::fromVector<int8_t>(Shape({4, 3, 3, 3}), w)),
+                              g.constant(TensorBase::fromVector<float>(Shape({4, 1, 1, 1}), ws)),
+                              g.constant(TensorBase::fromVector<int8_t>(Shape({4, 1, 1, 1}), {0, 0, 0, 0})));
+  Expr bd = dequantize_linear(g.constant(TensorBase::fromVector<int32_t>(Shape({4}), b)),
+                              g.constant(TensorBase::fromVector<float>(Shape({4}), bs)),
+                              g.constant(TensorBase::fromVector<int32_t>(Shape({4}), {0, 0, 0, 0})));
+  ConvOptions o;
+  o.pads = {1, 1, 1, 1};
+  Expr c = conv(xd, wd, bd, o);
+  Expr yq = quantize_linear(c, g.scalar(0.05, Type::float32), g.scalar(120, Type::uint8));
+  Expr y = dequantize_linear(yq, g.scalar(0.05, Type::float32), g.scalar(120, Type::uint8));
+  return convReadTwice ? y + c : y;
+}
+
+TEST(Passes, FuseQdqMakesQLinearConv) {
+  std::map<std::string, int> ops;
+  // The fused convolution sums exact integers where the float chain rounds
+  // to float32: an output may move by one step of y's scale (0.05).
+  const double stepOfMax = 0.05 / 4.0;
+  EXPECT_EQ(checkPass([](ExpressionGraph& g) { return qdqConv(g, false); }, fuseQdq, 1.01 * stepOfMax, &ops), 1u);
+  EXPECT_EQ(ops["qlinear_conv"], 1);
+  EXPECT_EQ(ops.count("conv"), 0u);
+}
+
+TEST(Passes, FuseQdqNotWhenTheBiasScaleDiffersOrTheConvIsReadElsewhere) {
+  for(int variant = 0; variant < 2; ++variant) {
+    Built b = make([&](ExpressionGraph& g) { return qdqConv(g, variant == 0, variant == 1); });
+    EXPECT_EQ(fuseQdq(*b.g, {b.y}), 0u) << "variant " << variant;
+    EXPECT_EQ(opCounts(*b.g).count("qlinear_conv"), 0u);
+  }
+}
+
 // ---- blocked_layout
 
 // conv+relu -> depthwise conv+relu -> 1x1 conv + residual -> 1x1 conv (out).
@@ -382,10 +431,10 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     optimizeGraph(*c.g, {c.y}, OptLevel::all, true, {"fuse_everything"});
     FAIL() << "no error";
   } catch(const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fold_constants"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 8u);
+  EXPECT_EQ(passNames().size(), 9u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

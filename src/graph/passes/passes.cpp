@@ -20,7 +20,7 @@ const char* optLevelName(OptLevel level) {
 }
 
 const std::vector<std::string>& passNames() {
-  static const std::vector<std::string> names = {"fold_constants", "eliminate_noops", "fold_batch_norm",
+  static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
                                                  "fuse_gelu",      "fuse_matmul_add", "fuse_conv",
                                                  "blocked_layout", "prune"};
   return names;
@@ -48,6 +48,10 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
     // fusion that needs a value's only reader.
     if(pruning) pruned += g.prune(keep);
   };
+  // Before folding, which would turn a constant's DequantizeLinear into
+  // float weights and hide the int8 values.
+  // Its op is ONNX's QLinearConv, so exports (cpuKernels false) take it too.
+  if(level == OptLevel::all && g.isInference() && g.getDeviceId().type == DeviceType::cpu) run("fuse_qdq", fuseQdq);
   run("fold_constants", foldConstants);
   run("eliminate_noops", eliminateNoOps);
   if(level == OptLevel::all && g.isInference()) {

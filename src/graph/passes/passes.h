@@ -49,11 +49,25 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
 // The passes optimizeGraph runs at level all, in order.
 const std::vector<std::string>& passNames();
 
+// fuse_qdq: quantize_linear(conv(dequantize_linear(xq), dequantize_linear(wq)
+// [, dequantize_linear(bq)])) with 8-bit xq, wq and output, x's and y's
+// scale and zero point one constant value each, w's one or one per output
+// channel, and the bias (if any) int32 with zero point 0 and scale x_scale *
+// w_scale (float32, as onnxruntime's quantizer writes it) becomes one
+// qlinear_conv (ONNX QLinearConv): the QDQ form of a quantized model runs as
+// int8. Legal when the conv has no other reader and is not kept; the result
+// is QLinearConv's (an integer sum, requantized once) where the float chain
+// rounded the dequantized products and sums to float32 first: an output may
+// differ by one unit of y's scale. CPU inference graphs only, and first: constant folding would
+// otherwise turn a constant's dequantize_linear into float weights.
+size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep);
 // fold_constants: an op node all of whose inputs are constants (and that is
 // not stochastic) becomes a constant holding its value, computed once.
 // Legal for any deterministic op; skipped where the value would be much
 // larger than its inputs (an Expand of a scalar to a large shape), which
-// would trade a cheap op for resident memory. Exact (the same kernel runs).
+// would trade a cheap op for resident memory, except dequantize_linear (a
+// quantized model's float weights, read every run). Exact (the same kernel
+// runs).
 size_t foldConstants(ExpressionGraph& g, const std::vector<Expr>& keep);
 
 // eliminate_noops: reshape/flatten/expand to the input's own shape, cast to

@@ -1,0 +1,111 @@
+#include <cstring>
+
+#include <onyx/graph/passes/passes.h>
+#include <onyx/graph/passes/uses.h>
+
+namespace onyx {
+
+using passes::isOp;
+
+namespace {
+
+// A host constant's tensor, seen through reshapes (the import lines a
+// per-channel scale up with x by one); null when n is none.
+Tensor constantOf(Node* n) {
+  while(n && isOp(n, "reshape")) n = n->child(0).get();
+  if(!n || n->kind() != NodeKind::Constant) return nullptr;
+  Tensor t = n->val();
+  if(!t) return nullptr;
+  return t->onHost() ? t : t->hostCopy();
+}
+
+bool is8Bit(Type t) { return t == Type::uint8 || t == Type::int8; }
+
+// The same values as a new constant of shape s.
+Expr reshaped(ExpressionGraph& g, const Tensor& t, const Shape& s) {
+  Tensor r = TensorBase::create(s, t->type());
+  std::memcpy(r->raw(), t->raw(), typeBytes(t->type(), size_t(t->size())));
+  return g.constant(r);
+}
+
+// A dequantize_linear whose x is 8-bit and whose scale (float32) and zero
+// point are constants of one value, or (perChannel > 1) of one value or one
+// per entry of axis 0: its x and parameters.
+struct Dq {
+  Expr x;
+  Tensor scaleT, zpT;
+  // The parameters as qlinear_conv takes them: shape [] (one value) or [k].
+  Expr scale(ExpressionGraph& g) const { return reshaped(g, scaleT, shapeOf(scaleT)); }
+  Expr zp(ExpressionGraph& g) const { return reshaped(g, zpT, shapeOf(zpT)); }
+  static Shape shapeOf(const Tensor& t) { return t->size() == 1 ? Shape() : Shape({t->size()}); }
+};
+
+bool matchDq(Node* n, int64_t perChannel, Dq& d) {
+  if(!isOp(n, "dequantize_linear") || n->value_type() != Type::float32) return false;
+  Expr x = n->child(0);
+  if(!is8Bit(x->value_type())) return false;
+  Tensor s = constantOf(n->child(1).get()), z = constantOf(n->child(2).get());
+  if(!s || !z || s->type() != Type::float32) return false;
+  const int64_t k = s->size();
+  if(z->size() != k || (k != 1 && k != perChannel)) return false;
+  if(k > 1) {  // per channel: along axis 0 of x, every other dim of the aligned parameter 1
+    const Shape& ps = n->child(1)->shape();
+    if(ps.rank() != x->shape().rank() || ps[0] != k || ps.elements() != k) return false;
+  }
+  d.x = x;
+  d.scaleT = s;
+  d.zpT = z;
+  return true;
+}
+
+// The bias of a QDQ convolution: DequantizeLinear of int32 values with a
+// zero point of 0 and the scale x_scale * w_scale[m] (float32, as the
+// quantizer computes it), so that the int32 values add to the sums as they
+// are. Null when the conv has none; false when it has another.
+bool matchBias(Node* conv, const Dq& x, const Dq& w, int64_t M, Expr& b) {
+  if(conv->numChildren() < 3) return true;
+  Node* n = conv->child(2).get();
+  if(!isOp(n, "dequantize_linear") || n->child(0)->value_type() != Type::int32) return false;
+  Tensor s = constantOf(n->child(1).get()), z = constantOf(n->child(2).get());
+  if(!s || !z || s->type() != Type::float32 || (s->size() != 1 && s->size() != M)) return false;
+  for(int64_t i = 0; i < z->size(); ++i)
+    if(z->getAsDouble(i) != 0) return false;
+  const float xs = x.scaleT->data<float>()[0];
+  for(int64_t m = 0; m < M; ++m) {
+    const float ws = w.scaleT->data<float>()[w.scaleT->size() == 1 ? 0 : m];
+    if(s->data<float>()[s->size() == 1 ? 0 : m] != xs * ws) return false;
+  }
+  b = n->child(0);
+  return b->shape() == Shape({M});
+}
+
+}  // namespace
+
+size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep) {
+  passes::Uses uses(g, keep);
+  const OpDef& qconv = Registry::instance().get("qlinear_conv");
+  size_t count = 0;
+  for(const Expr& e : g.nodes()) {
+    Node* q = e.get();
+    if(!isOp(q, "quantize_linear") || !is8Bit(q->value_type())) continue;
+    Node* conv = q->child(0).get();
+    if(!isOp(conv, "conv") || conv->value_type() != Type::float32 || uses.only(conv) != q) continue;
+    Tensor ys = constantOf(q->child(1).get()), yz = constantOf(q->child(2).get());
+    if(!ys || !yz || ys->size() != 1 || yz->size() != 1 || ys->type() != Type::float32) continue;
+    const int64_t M = conv->shape()[1];
+    Dq x, w;
+    if(!matchDq(conv->child(0).get(), 1, x) || !matchDq(conv->child(1).get(), M, w)) continue;
+    Expr b;
+    if(!matchBias(conv, x, w, M, b)) continue;
+    std::vector<Expr> in{x.x, x.scale(g), x.zp(g), w.x, w.scale(g), w.zp(g), reshaped(g, ys, Shape()), reshaped(g, yz, Shape())};
+    if(b) in.push_back(b);
+    const Attrs a = conv->attrs();
+    g.redefine(e, qconv, in,
+               {{"strides", a["strides"]}, {"dilations", a["dilations"]}, {"pads", a["pads"]}, {"group", a["group"]}});
+    g.retire(Expr(conv));
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace onyx

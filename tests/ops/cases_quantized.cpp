@@ -1,0 +1,101 @@
+// Harness cases for src/ops/quantized.cpp: qlinear_conv against a
+// reference written as index loops over exact integers, with ONNX's
+// requantization (the factor x_scale * w_scale / y_scale in float32, the
+// product in double, round half to even, saturation).
+#include <cmath>
+
+#include <onyx/ops/quantized.h>
+
+#include "ops/harness.h"
+#include "ops/window_refs.h"
+
+namespace onyx {
+namespace test {
+namespace {
+
+using Xs = const std::vector<Expr>&;
+using Rs = const std::vector<Ref>&;
+
+double roundHalfEven(double v) {
+  double f = std::floor(v), r = v - f;
+  if(r < 0.5) return f;
+  if(r > 0.5) return f + 1;
+  return std::fmod(f, 2.0) == 0 ? f : f + 1;
+}
+
+// x [N, C, H, W], the eight parameters of QLinearConv and an optional bias;
+// y saturated into [lo, hi].
+Ref refQConv(Rs in, const Geo& g, double lo, double hi) {
+  const Ref &x = in[0], &w = in[3];
+  const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], Cg = w.shape[1];
+  const V img{x.shape[2], x.shape[3]}, k{w.shape[2], w.shape[3]};
+  V pos(2);
+  for(size_t i = 0; i < 2; ++i) {
+    int64_t span = (k[i] - 1) * at(g.dilations, i, 1) + 1;
+    pos[i] = (img[i] + at(g.pads, i, 0) + at(g.pads, i + 2, 0) - span) / at(g.strides, i, 1) + 1;
+  }
+  Ref y{{N, M, pos[0], pos[1]}, {}};
+  y.v.assign(size_t(N * M * pos[0] * pos[1]), 0);
+  const int64_t Mg = M / g.group;
+  (void)C;
+  forEachIndex({N, M, pos[0], pos[1]}, [&](const V& o) {
+    const int64_t n = o[0], m = o[1], grp = m / Mg;
+    double acc = in.size() > 8 ? in[8][m] : 0;
+    forEachIndex({Cg, k[0], k[1]}, [&](const V& t) {
+      V p;
+      if(!tapPos({o[2], o[3]}, {t[1], t[2]}, img, g, p)) return;
+      double xv = x[flatAt(x.shape, {n, grp * Cg + t[0], p[0], p[1]})] - in[2][0];
+      double wv = w[flatAt(w.shape, {m, t[0], t[1], t[2]})] - in[5][in[5].size() == 1 ? 0 : m];
+      acc += xv * wv;
+    });
+    const float S = float(in[1][0]) * float(in[4][in[4].size() == 1 ? 0 : m]) / float(in[6][0]);
+    double v = roundHalfEven(acc * double(S)) + in[7][0];
+    y[flatAt(y.shape, o)] = std::min(hi, std::max(lo, v));
+  });
+  return y;
+}
+
+Expr f32(Expr e) { return cast(e, Type::float32); }
+
+// uint8 x and y, int8 weights per tensor with a zero point, an int32 bias,
+// stride 1 and pads 1.
+ONYX_OP_CASE({"qlinear_conv", "u8_per_tensor_bias",
+              {ints({2, 3, 5, 5}, 0, 255), constantInput(values({}, {0.02})), intValues({}, {117}),
+               ints({4, 3, 3, 3}, -127, 127), constantInput(values({}, {0.004})), intValues({}, {3}),
+               constantInput(values({}, {0.75})), intValues({}, {100}), ints({4}, -3000, 3000)},
+              [](Xs x) {
+                ConvOptions o;
+                o.pads = {1, 1, 1, 1};
+                return qlinear_conv(cast(x[0], Type::uint8), f32(x[1]), cast(x[2], Type::uint8), cast(x[3], Type::int8),
+                                    f32(x[4]), cast(x[5], Type::int8), f32(x[6]), cast(x[7], Type::uint8),
+                                    cast(x[8], Type::int32), o);
+              },
+              [](Rs x) {
+                Geo g;
+                g.pads = {1, 1, 1, 1};
+                return refQConv(x, g, 0, 255);
+              },
+              /*gradcheck=*/false});
+// int8 x and y, weights per output channel, two groups, stride 2, no bias.
+ONYX_OP_CASE({"qlinear_conv", "s8_per_channel_grouped_strided",
+              {ints({1, 4, 7, 7}, -128, 127), constantInput(values({}, {0.05})), intValues({}, {-9}),
+               ints({6, 2, 3, 3}, -128, 127), constantInput(values({6}, {0.01, 0.002, 0.003, 0.004, 0.005, 0.02})),
+               intValues({6}, {0, 0, 1, -1, 0, 2}), constantInput(values({}, {1.5})), intValues({}, {-5})},
+              [](Xs x) {
+                ConvOptions o;
+                o.strides = {2, 2};
+                o.group = 2;
+                return qlinear_conv(cast(x[0], Type::int8), f32(x[1]), cast(x[2], Type::int8), cast(x[3], Type::int8),
+                                    f32(x[4]), cast(x[5], Type::int8), f32(x[6]), cast(x[7], Type::int8), nullptr, o);
+              },
+              [](Rs x) {
+                Geo g;
+                g.strides = {2, 2};
+                g.group = 2;
+                return refQConv(x, g, -128, 127);
+              },
+              /*gradcheck=*/false});
+
+}  // namespace
+}  // namespace test
+}  // namespace onyx

@@ -1,0 +1,363 @@
+"""Quantized models (docs/quantization.md): single quantized ops against
+ONNX's reference and onnxruntime, and real architectures quantized with
+onnxruntime.quantization, run by Onyx (onnx-run) and onnxruntime on the
+same inputs.
+
+    ONYX_BIN_DIR=build/tools python3 -m pytest -q tests/python/quantized
+"""
+import collections
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnx.version_converter
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import onnxruntime as ort
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                      quantize_static)
+from onnxruntime.quantization.shape_inference import quant_pre_process
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from conftest import make_models, tool  # noqa: E402
+
+
+def run_onyx(model_path, inputs, work_dir, extra=()):
+    os.makedirs(work_dir, exist_ok=True)
+    out_dir = os.path.join(work_dir, "out")
+    cmd = [tool("onnx-run"), str(model_path), "--output-dir", out_dir, *extra]
+    for name, value in inputs.items():
+        path = os.path.join(work_dir, name + ".npy")
+        np.save(path, value)
+        cmd += ["--input", f"{name}={path}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"onnx-run failed ({r.returncode}): {r.stderr.strip()}"
+    return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir) if f.endswith(".npy")}
+
+
+def run_ort(model_path, inputs):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, inputs)))
+
+
+def save(model, path):
+    onnx.save(model, str(path))
+    return path
+
+
+# ---------------------------------------------------------------- QLinearConv
+
+
+def qlinear_conv_model(rng, xt, wt, yt, channels, per_channel, bias, wrange, window):
+    """One QLinearConv node with random 8-bit data; returns (model, x)."""
+    C, M, g = channels
+    k, s, p = window
+    info = np.iinfo(xt)
+    x = rng.integers(info.min, info.max + 1, (2, C, 9, 9)).astype(xt)
+    wz = 0 if wt == np.int8 else 128
+    w = (rng.integers(-wrange, wrange + 1, (M, C // g, k, k)) + wz).astype(wt)
+    shape = (M,) if per_channel else ()
+    ws = rng.uniform(0.001, 0.01, shape).astype(np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in [
+        (np.array(0.02, np.float32), "xs"), (np.array(rng.integers(info.min, info.max + 1), xt), "xz"), (w, "w"),
+        (ws, "ws"), (np.full(shape, wz, wt), "wz"), (np.array(rng.uniform(0.5, 3.0), np.float32), "ys"),
+        (np.array(100 if yt == np.uint8 else -5, yt), "yz")]]
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.integers(-20000, 20000, M).astype(np.int32), "b"))
+        names.append("b")
+    node = helper.make_node("QLinearConv", names, ["y"], strides=[s, s], pads=[p] * 4, group=g)
+    graph = helper.make_graph([node], "qconv", [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(
+        np.dtype(xt)), x.shape)], [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(np.dtype(yt)),
+                                                               None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model, x
+
+
+QCONV_CASES = [c for c in itertools.product(
+    [np.uint8, np.int8], [np.int8, np.uint8], [np.uint8, np.int8], [(16, 32, 1), (32, 32, 32), (12, 24, 3)],
+    [False, True], [False, True], [60, 127], [(3, 1, 1), (1, 1, 0), (3, 2, 1)]) if not (c[0] == np.int8 and c[1] == np.uint8)]
+
+
+@pytest.mark.parametrize("dnnl", ["1", "0"])
+def test_qlinear_conv_matches_the_reference(tmp_path, dnnl):
+    """Every type combination, per-tensor and per-channel weights, groups
+    (depthwise included), bias, strides and pads, weights within [-60, 60]
+    (oneDNN's int8 path on any x86 CPU) and full-range (its float path
+    unless the CPU has VNNI): the same bytes as ONNX's reference, except
+    where oneDNN's int8 path scales in float32 (then at most one unit, in at
+    most 1% of the outputs). ONYX_DNNL=0: the exact integer loops, always equal."""
+    rng = np.random.default_rng(0)
+    env = dict(os.environ, ONYX_DNNL=dnnl)
+    diffs = collections.Counter()
+    for i, case in enumerate(QCONV_CASES):
+        model, x = qlinear_conv_model(rng, *case)
+        path = save(model, tmp_path / "m.onnx")
+        want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        np.save(tmp_path / "x.npy", x)
+        r = subprocess.run([tool("onnx-run"), str(path), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                            str(tmp_path / "o")], capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0, f"case {i} {case}: {r.stderr.strip()}"
+        got = np.load(tmp_path / "o" / "y.npy")
+        assert got.dtype == want.dtype and got.shape == want.shape, f"case {i} {case}"
+        d = np.abs(got.astype(np.int64) - want.astype(np.int64))
+        if dnnl == "0":
+            assert d.max() == 0, f"case {i} {case}: {int((d > 0).sum())} outputs differ"
+        else:
+            assert d.max() <= 1 and (d > 0).mean() <= 0.01, f"case {i} {case}: max {d.max()}"
+        diffs[int(d.max())] += 1
+    assert sum(diffs.values()) == len(QCONV_CASES) == 432
+
+
+def test_qlinear_conv_exports_and_reimports(tmp_path):
+    """onnx-export writes qlinear_conv back as QLinearConv: onnxruntime runs
+    the exported model to the same bytes as Onyx runs the original."""
+    rng = np.random.default_rng(1)
+    model, x = qlinear_conv_model(rng, np.uint8, np.int8, np.uint8, (12, 24, 3), True, True, 127, (3, 2, 1))
+    src = save(model, tmp_path / "src.onnx")
+    native, out = tmp_path / "m.npz", tmp_path / "exported.onnx"
+    for cmd in ([tool("onnx-import"), str(src), "-o", str(native)], [tool("onnx-export"), str(native), "-o", str(out)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    exported = onnx.load(str(out))
+    assert [n.op_type for n in exported.graph.node] == ["QLinearConv"]
+    got = run_onyx(src, {"x": x}, str(tmp_path / "a"))["y"]
+    again = ReferenceEvaluator(exported).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(again, ReferenceEvaluator(model).run(None, {"x": x})[0])
+    assert np.abs(got.astype(int) - again.astype(int)).max() <= 1
+
+
+# ------------------------------------------------------- com.microsoft ops
+
+
+def ms_model(nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, "ms", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    return model
+
+
+def q_inits(prefix, scale, zp, t):
+    return [numpy_helper.from_array(np.array(scale, np.float32), prefix + "_s"),
+            numpy_helper.from_array(np.array(zp, t), prefix + "_z")]
+
+
+def vi(name, t, shape):
+    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(t)), shape)
+
+
+def contrib_cases():
+    rng = np.random.default_rng(2)
+    cases = {}
+    for t in (np.uint8, np.int8):
+        zp = 128 if t == np.uint8 else 0
+        a = rng.integers(np.iinfo(t).min, np.iinfo(t).max + 1, (2, 8, 5, 5)).astype(t)
+        b = rng.integers(np.iinfo(t).min, np.iinfo(t).max + 1, (2, 8, 5, 5)).astype(t)
+        name = t.__name__
+        for op in ("QLinearAdd", "QLinearMul"):
+            inits = q_inits("a", 0.05, zp + 3, t) + q_inits("b", 0.03, zp - 7, t) + q_inits("c", 0.08 if op ==
+                                                                                           "QLinearAdd" else 0.2, zp, t)
+            node = helper.make_node(op, ["a", "a_s", "a_z", "b", "b_s", "b_z", "c_s", "c_z"], ["y"], domain="com.microsoft")
+            cases[f"{op}_{name}"] = (ms_model([node], [vi("a", t, a.shape), vi("b", t, b.shape)], [vi("y", t, None)],
+                                              inits), {"a": a, "b": b})
+        for op, attrs in (("QLinearSigmoid", {}), ("QLinearLeakyRelu", {"alpha": 0.1})):
+            inits = q_inits("x", 0.05, zp + 3, t) + q_inits("y", 1 / 256 if op == "QLinearSigmoid" else 0.04, zp, t)
+            node = helper.make_node(op, ["a", "x_s", "x_z", "y_s", "y_z"], ["y"], domain="com.microsoft", **attrs)
+            cases[f"{op}_{name}"] = (ms_model([node], [vi("a", t, a.shape)], [vi("y", t, None)], inits), {"a": a})
+        inits = q_inits("x", 0.05, zp + 3, t) + q_inits("y", 0.01, zp, t)
+        node = helper.make_node("QLinearGlobalAveragePool", ["a", "x_s", "x_z", "y_s", "y_z"], ["y"],
+                                domain="com.microsoft", channels_last=0)
+        cases[f"QLinearGlobalAveragePool_{name}"] = (ms_model([node], [vi("a", t, a.shape)], [vi("y", t, None)], inits),
+                                                     {"a": a})
+        inits = q_inits("y", 0.06, zp, t) + q_inits("a", 0.05, zp + 3, t) + q_inits("b", 0.07, zp - 2, t)
+        node = helper.make_node("QLinearConcat", ["y_s", "y_z", "a", "a_s", "a_z", "b", "b_s", "b_z"], ["y"],
+                                domain="com.microsoft", axis=1)
+        cases[f"QLinearConcat_{name}"] = (ms_model([node], [vi("a", t, a.shape), vi("b", t, b.shape)],
+                                                   [vi("y", t, None)], inits), {"a": a, "b": b})
+    # QGemm: uint8 A, int8 B (transB, per-column scales), int32 bias; quantized
+    # and float outputs. B within [-64, 63]: onnxruntime's u8 x s8 kernels
+    # on x86 CPUs without VNNI sum pairs of products in saturating int16
+    # (its documentation's "saturation issue"), exact only for 7-bit weights.
+    A = rng.integers(0, 256, (3, 40)).astype(np.uint8)
+    B = rng.integers(-64, 64, (16, 40)).astype(np.int8)
+    base = [numpy_helper.from_array(np.array(0.02, np.float32), "a_s"), numpy_helper.from_array(np.array(120, np.uint8), "a_z"),
+            numpy_helper.from_array(B, "B"), numpy_helper.from_array(rng.uniform(0.001, 0.01, 16).astype(np.float32), "b_s"),
+            numpy_helper.from_array(np.zeros(16, np.int8), "b_z"),
+            numpy_helper.from_array(rng.integers(-5000, 5000, 16).astype(np.int32), "C")]
+    for quantized in (True, False):
+        ins = ["A", "a_s", "a_z", "B", "b_s", "b_z", "C"] + (["y_s", "y_z"] if quantized else [])
+        inits = base + ([numpy_helper.from_array(np.array(0.05, np.float32), "y_s"),
+                         numpy_helper.from_array(np.array(128, np.uint8), "y_z")] if quantized else [])
+        node = helper.make_node("QGemm", ins, ["y"], domain="com.microsoft", transB=1, alpha=0.5)
+        cases[f"QGemm_{'u8' if quantized else 'float'}"] = (
+            ms_model([node], [vi("A", np.uint8, A.shape)], [vi("y", np.uint8 if quantized else np.float32, None)], inits),
+            {"A": A})
+    # DynamicQuantizeMatMul: float A, int8 B per column (7-bit, as above), float bias.
+    X = rng.standard_normal((4, 32)).astype(np.float32)
+    inits = [numpy_helper.from_array(rng.integers(-64, 64, (32, 10)).astype(np.int8), "B"),
+             numpy_helper.from_array(rng.uniform(0.001, 0.01, 10).astype(np.float32), "b_s"),
+             numpy_helper.from_array(np.zeros(10, np.int8), "b_z"),
+             numpy_helper.from_array(rng.standard_normal(10).astype(np.float32), "bias")]
+    node = helper.make_node("DynamicQuantizeMatMul", ["A", "B", "b_s", "b_z", "bias"], ["y"], domain="com.microsoft")
+    cases["DynamicQuantizeMatMul"] = (ms_model([node], [vi("A", np.float32, X.shape)], [vi("y", np.float32, None)], inits),
+                                      {"A": X})
+    return cases
+
+
+CONTRIB = contrib_cases()
+
+
+@pytest.mark.parametrize("name", sorted(CONTRIB))
+def test_contrib_op_matches_onnxruntime(tmp_path, name):
+    """Each com.microsoft op of onnxruntime's quantizer against onnxruntime:
+    integer outputs within one unit (its kernels round some steps in
+    float32), float outputs within float32 rounding."""
+    model, inputs = CONTRIB[name]
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    want = run_ort(path, inputs)["y"]
+    got = run_onyx(path, inputs, str(tmp_path / "w"))["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype == np.float32:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    else:
+        d = np.abs(got.astype(int) - want.astype(int))
+        assert d.max() <= 1 and (d > 0).mean() <= 0.05, f"max {d.max()}, {(d > 0).mean():.1%} differ"
+
+
+# --------------------------------------------------------- real architectures
+
+
+class Images(CalibrationDataReader):
+    def __init__(self, n, seed):
+        self.data = [{"input": np.random.default_rng(seed + i).standard_normal((1, 3, 224, 224)).astype(np.float32)}
+                     for i in range(n)]
+        self.i = 0
+
+    def get_next(self):
+        if self.i >= len(self.data):
+            return None
+        self.i += 1
+        return self.data[self.i - 1]
+
+
+@pytest.fixture(scope="module")
+def float_models(tmp_path_factory):
+    """torchvision ResNet-18 and MobileNetV2 with random weights, made to
+    behave like trained ones: batch-norm statistics from forward passes over
+    random images (activations of unit scale) and the classifier scaled to
+    logits of standard deviation 3 (torchvision initialises it to nearly 0).
+    Exported at opset 17 and pre-processed for quantization."""
+    import torch
+    import torchvision
+    d = tmp_path_factory.mktemp("qmodels")
+    paths = {}
+    for name in ("resnet18", "mobilenet_v2"):
+        torch.manual_seed(0)
+        m = getattr(torchvision.models, name)(weights=None)
+        m.train()
+        with torch.no_grad():
+            for _ in range(3):
+                m(torch.randn(8, 3, 224, 224))
+        m.eval()
+        last = m.fc if name == "resnet18" else m.classifier[1]
+        with torch.no_grad():
+            last.weight.mul_(3.0 / m(torch.randn(8, 3, 224, 224)).std())
+            last.bias.zero_()
+        raw = d / f"{name}.onnx"
+        torch.onnx.export(m, torch.randn(1, 3, 224, 224), str(raw), input_names=["input"], output_names=["logits"],
+                          opset_version=17, dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, dynamo=False)
+        pre = d / f"{name}_pre.onnx"
+        quant_pre_process(str(raw), str(pre))
+        paths[name] = (raw, pre)
+    return d, paths
+
+
+# (format, activation type, per-channel weights, reduce_range): onnxruntime's
+# default (QDQ, s8 activations, s8 weights per tensor), its QOperator form,
+# and u8 activations with 7-bit per-channel weights (reduce_range: the
+# weights oneDNN's int8 kernels sum exactly on CPUs without VNNI).
+QUANT_CONFIGS = {
+    "qdq_s8": (QuantFormat.QDQ, QuantType.QInt8, False, False),
+    "qop_s8": (QuantFormat.QOperator, QuantType.QInt8, False, False),
+    "qdq_u8_rr": (QuantFormat.QDQ, QuantType.QUInt8, True, True),
+}
+
+
+# How many of the 16 samples must have a clear top-1 for the agreement
+# check to count. Random-weight MobileNetV2 predicts nearly the same logits
+# for every input (margins of ~0.05 against a quantization step of ~0.08 in
+# its last layer): its quantized top two tie, so only the logits check
+# speaks for it there.
+MIN_CLEAR_TOP1 = {"resnet18": 4, "mobilenet_v2": 0}
+
+
+@pytest.mark.parametrize("config", sorted(QUANT_CONFIGS))
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_quantized_architecture_matches_onnxruntime(float_models, tmp_path, name, config):
+    """The quantized model in Onyx against onnxruntime on a batch of 16:
+    logits within 4% of their range (a few quantization steps: the engines
+    round some intermediate values differently by one unit, which later
+    layers carry); Onyx's distance to the float model at most 1.5 times
+    onnxruntime's (its quantization error is no worse); top-1 agreement on
+    every sample whose top two logits onnxruntime separates by more than the
+    two engines differ."""
+    d, paths = float_models
+    raw, pre = paths[name]
+    fmt, act, per_channel, rr = QUANT_CONFIGS[config]
+    q = tmp_path / f"{name}_{config}.onnx"
+    quantize_static(str(pre), str(q), Images(4, 100), quant_format=fmt, activation_type=act,
+                    weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=rr)
+    x = np.random.default_rng(7).standard_normal((16, 3, 224, 224)).astype(np.float32)
+    want = run_ort(q, {"input": x})["logits"]
+    ref = run_ort(raw, {"input": x})["logits"]
+    got = run_onyx(q, {"input": x}, str(tmp_path / "w"))["logits"]
+    assert got.shape == want.shape == (16, 1000)
+    span = float(want.max() - want.min())
+    assert span > 5.0, "degenerate logits: the test would prove nothing"
+    diff = float(np.abs(got - want).max())
+    assert diff <= 0.04 * span, f"max |onyx - onnxruntime| {diff:.4f} for logits spanning {span:.3f}"
+    err_onyx, err_ort = float(np.abs(got - ref).max()), float(np.abs(want - ref).max())
+    assert err_onyx <= 1.5 * err_ort, f"distance to the float model: onyx {err_onyx:.4f}, onnxruntime {err_ort:.4f}"
+    top2 = np.sort(want, axis=1)[:, -2:]
+    clear = (top2[:, 1] - top2[:, 0]) > diff
+    assert clear.sum() >= MIN_CLEAR_TOP1[name], f"only {clear.sum()} of 16 samples have a clear top-1"
+    np.testing.assert_array_equal(got.argmax(1)[clear], want.argmax(1)[clear])
+
+
+@pytest.mark.parametrize("reduce_range", [False, True])
+def test_dynamic_quantized_bert(tmp_path, reduce_range):
+    """quantize_dynamic's form of a BERT-style encoder (DynamicQuantizeLinear
+    + MatMulInteger for every MatMul with a constant weight): hidden states
+    against ONNX's reference within float32 rounding, and against
+    onnxruntime with 7-bit weights (reduce_range), where its u8 x s8 kernels
+    are exact on every x86 CPU; with full-range weights onnxruntime's
+    saturating int16 pair sums (CPUs without VNNI) put it further off."""
+    make_models.write_all(str(tmp_path))
+    q = tmp_path / "bert_dyn.onnx"
+    quantize_dynamic(str(tmp_path / "bert.onnx"), str(q), weight_type=QuantType.QInt8, reduce_range=reduce_range)
+    model = onnx.load(str(q))
+    ops = collections.Counter(n.op_type for n in model.graph.node)
+    assert ops["MatMulInteger"] >= 8 and ops["DynamicQuantizeLinear"] >= 4, ops
+    inputs = make_models.make_inputs("bert", 2, seed=3)
+    got = run_onyx(q, inputs, str(tmp_path / "w"))
+    names = [o.name for o in model.graph.output]
+    # ONNX's reference has DequantizeLinear from opset 19 only.
+    want = dict(zip(names, ReferenceEvaluator(onnx.version_converter.convert_version(model, 21)).run(None, inputs)))
+    assert sorted(got) == sorted(want)
+    for k, w in want.items():
+        g = got[k]
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4 * float(np.abs(w).max()))
+    if reduce_range:
+        for k, w in run_ort(q, inputs).items():
+            np.testing.assert_allclose(got[k], w, rtol=1e-3, atol=1e-3 * float(np.abs(w).max()))
