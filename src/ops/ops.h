@@ -15,6 +15,7 @@
 #include <onyx/ops/pooling.h>
 #include <onyx/ops/resize.h>
 #include <onyx/ops/quant.h>
+#include <onyx/ops/quantized.h>
 #include <onyx/ops/attention.h>
 #include <onyx/ops/signal.h>
 #include <onyx/ops/vision.h>

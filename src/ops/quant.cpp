@@ -73,20 +73,22 @@ struct DequantizeOf {
 // nearest-integer for |v| < 2^51, which the clamp to the integer range
 // ensures; libonyx builds without -ffast-math).
 template <class Q, class T>
-void quantizeRun(const T* x, Q* y, int64_t n, T s, int32_t zp) {
+void quantizeSpan(const T* x, Q* y, int64_t n, T s, int32_t zp, double lo, double hi) {
   constexpr double kMagic = 6755399441055744.0;
+  for(int64_t i = 0; i < n; ++i) {
+    const double v0 = double(x[i] / s);
+    double v = v0 >= lo ? v0 : lo;  // NaN: lo, then masked to 0 (as QuantizeOf)
+    v = v > hi ? hi : v;
+    const double r = (v + kMagic) - kMagic;
+    const int32_t keep = -int32_t(v0 == v0);
+    y[i] = Q((int32_t(r) + zp) & keep);
+  }
+}
+
+template <class Q, class T>
+void quantizeRun(const T* x, Q* y, int64_t n, T s, int32_t zp) {
   const double lo = double(std::numeric_limits<Q>::lowest()) - zp, hi = double(std::numeric_limits<Q>::max()) - zp;
-  host::parallelFor(n, n, [=](int64_t b, int64_t e) {
-    for(int64_t i = b; i < e; ++i) {
-      double v = double(x[i] / s);
-      const bool ok = v == v;  // NaN gives 0, as QuantizeOf
-      v = ok ? v : 0.0;
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-      const double r = (v + kMagic) - kMagic;
-      y[i] = ok ? Q(int32_t(r) + zp) : Q(0);
-    }
-  });
+  host::parallelFor(n, n, [=](int64_t b, int64_t e) { quantizeSpan(x + b, y + b, e - b, s, zp, lo, hi); });
 }
 
 template <class Q, class T>

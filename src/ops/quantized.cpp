@@ -170,8 +170,8 @@ void dispatch8(Type t, Fn&& fn) {
 }
 
 // The exact integer convolution (no oneDNN): acc[n, m, p] in int64.
-void convExact(const KernelCtx& c, const QConvState& s, const host::ConvDims& cd, std::vector<int64_t>& acc) {
-  const TensorBase& x = *c.in[kX];
+void convExact(const KernelCtx& c, const QConvState& s, const host::ConvDims& cd, const TensorBase& x,
+               std::vector<int64_t>& acc) {
   const int64_t xzp = intAt(*c.in[kXZp], 0);
   const host::ConvGeom& g = cd.g;
   const bool bias = c.in.size() > kBias;
@@ -209,6 +209,25 @@ void convExact(const KernelCtx& c, const QConvState& s, const host::ConvDims& cd
   });
 }
 
+// Copies an 8-bit [N, C, H, W] tensor between layouts: toNhwc from plain
+// NCHW to channels-last (memory order N, H, W, C), else back.
+void channelsLast(const TensorBase& from, TensorBase& to, bool toNhwc) {
+  const Shape& sh = from.shape();
+  const int64_t N = sh[0], C = sh[1], P = sh[2] * sh[3];
+  const uint8_t* a = static_cast<const uint8_t*>(from.raw());
+  uint8_t* b = static_cast<uint8_t*>(to.raw());
+  host::parallelFor(N * C, N * C * P, [&](int64_t lo, int64_t hi) {
+    for(int64_t nc = lo; nc < hi; ++nc) {
+      const int64_t n = nc / C, ch = nc % C;
+      for(int64_t p = 0; p < P; ++p) {
+        const int64_t plain = nc * P + p, last = (n * P + p) * C + ch;
+        if(toNhwc) b[last] = a[plain];
+        else b[plain] = a[last];
+      }
+    }
+  });
+}
+
 // The int8 path: true when oneDNN ran it.
 bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
   if(!s.triedDnnl) {
@@ -218,7 +237,7 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
       std::vector<int32_t> b32;
       if(c.in.size() > kBias) b32.assign(c.in[kBias]->data<int32_t>(), c.in[kBias]->data<int32_t>() + cd.M);
       s.dnnl = host::dnnlQConvPrepare(cd, nd, w8.data(), b32.empty() ? nullptr : b32.data(), s.S,
-                                      c.out.type() == Type::int8);
+                                      c.out.type() == Type::int8, c.attrs.i("x_nhwc") != 0, c.attrs.i("y_nhwc") != 0);
     }
   }
   if(!s.dnnl) return false;
@@ -240,8 +259,7 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
 }
 
 // The float32 path: true when the float convolution ran through oneDNN.
-bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
-  const TensorBase& x = *c.in[kX];
+bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd, const TensorBase& x, TensorBase& y) {
   if(s.wf.empty()) {
     s.wf.assign(s.wq.begin(), s.wq.end());
     if(c.in.size() > kBias) {
@@ -249,7 +267,7 @@ bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
       s.bf.assign(b, b + cd.M);
     }
   }
-  Tensor xfT = c.scratch(x.shape(), Type::float32), accT = c.scratch(c.out.shape(), Type::float32);
+  Tensor xfT = c.scratch(x.shape(), Type::float32), accT = c.scratch(y.shape(), Type::float32);
   float* xf = xfT->data<float>();
   const float xzp = float(intAt(*c.in[kXZp], 0));
   dispatch8(x.type(), [&](auto tag) {
@@ -262,9 +280,9 @@ bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
   if(!host::dnnlConvForward(cd, nd, xf, s.wf.data(), s.bf.empty() ? nullptr : s.bf.data(), accT->data<float>(),
                             nullptr, &s.slot))
     return false;
-  dispatch8(c.out.type(), [&](auto tag) {
+  dispatch8(y.type(), [&](auto tag) {
     using Y = typename decltype(tag)::type;
-    requantize(accT->data<float>(), c.out.data<Y>(), s.S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+    requantize(accT->data<float>(), y.data<Y>(), s.S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
   });
   return true;
 }
@@ -283,16 +301,32 @@ void qconvKernel(KernelCtx& c) {
     build(*st, c);
     if(keep) slot = st;
   }
-  if(host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0) {
-    if(qconvDnnl(c, *st, cd, nd)) return;
-    if(qconvFloat(c, *st, cd, nd)) return;
+  if(host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0 && qconvDnnl(c, *st, cd, nd)) return;
+  // The other paths read and write plain NCHW: channels-last tensors (set
+  // by the int8_layout pass for the int8 path, which declined) are
+  // transposed around them.
+  const bool xNhwc = c.attrs.i("x_nhwc") != 0, yNhwc = c.attrs.i("y_nhwc") != 0;
+  Tensor xPlain, yPlain;
+  const TensorBase* x = c.in[kX];
+  TensorBase* y = &c.out;
+  if(xNhwc) {
+    xPlain = c.scratch(x->shape(), x->type());
+    channelsLast(*x, *xPlain, false);
+    x = xPlain.get();
   }
-  std::vector<int64_t> acc;
-  convExact(c, *st, cd, acc);
-  dispatch8(c.out.type(), [&](auto tag) {
-    using Y = typename decltype(tag)::type;
-    requantize(acc.data(), c.out.data<Y>(), st->S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
-  });
+  if(yNhwc) {
+    yPlain = c.scratch(y->shape(), y->type());
+    y = yPlain.get();
+  }
+  if(!(host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0 && qconvFloat(c, *st, cd, nd, *x, *y))) {
+    std::vector<int64_t> acc;
+    convExact(c, *st, cd, *x, acc);
+    dispatch8(y->type(), [&](auto tag) {
+      using Y = typename decltype(tag)::type;
+      requantize(acc.data(), y->data<Y>(), st->S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+    });
+  }
+  if(yNhwc) channelsLast(*yPlain, c.out, true);
 }
 
 void inferQConv(InferCtx& c) {
@@ -323,6 +357,11 @@ void inferQConv(InferCtx& c) {
     c.check(c.shapeOf(kBias) == Shape({M}), "B of shape ", c.shapeOf(kBias), " must be [", M, "]");
   }
   c.type = c.typeOf(kYZp);
+  for(const char* a : {"x_nhwc", "y_nhwc"}) {
+    const int64_t v = c.attrs.i(a);
+    c.check(v == 0 || v == 1, a, " must be 0 or 1, got ", v);
+    c.check(v == 0 || xs.rank() == 4, a, " (channels-last) needs a 2-D convolution");
+  }
 }
 
 // QLinearConv 10: its inputs as they are; auto_pad resolved to pads. A
@@ -346,6 +385,9 @@ void importQLinearConv(OnnxImportCtx& c) {
 }
 
 void exportQLinearConv(OnnxExportCtx& c) {
+  const Attrs a = c.attrs();
+  ONYX_ASSERT(!a.i("x_nhwc") && !a.i("y_nhwc"), "qlinear_conv: channels-last tensors in a graph being exported (the "
+                                                "int8_layout pass runs on CPU inference graphs only)");
   c.emit("QLinearConv", c.inputs(), {c.output()}, ops::convOnnxAttrs(c, c.inputShape(kX), c.inputShape(kW)));
 }
 
@@ -355,12 +397,15 @@ void exportQLinearConv(OnnxExportCtx& c) {
     .doc("y = saturate(round((conv(x - x_zero_point, w - w_zero_point) + B) * x_scale * w_scale / y_scale) + "
          "y_zero_point): ONNX QLinearConv's inputs (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, "
          "y_zero_point, B); uint8/int8 x, w and y, int32 B, w_scale and w_zero_point per tensor or per output "
-         "channel; conv's attributes")
+         "channel; conv's attributes; x_nhwc, y_nhwc 1: that tensor is stored channels-last (set by the "
+         "int8_layout pass between int8 ops)")
     .inputs(8, 9)
     .attr("strides", IntList{})
     .attr("dilations", IntList{})
     .attr("pads", IntList{})
     .attr("group", int64_t(1))
+    .attr("x_nhwc", int64_t(0))
+    .attr("y_nhwc", int64_t(0))
     .infer(inferQConv)
     .cpu(qconvKernel)
     .notDifferentiable("integer output (quantized models are run, not trained)")

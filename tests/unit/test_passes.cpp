@@ -316,6 +316,48 @@ TEST(Passes, FuseQdqNotWhenTheBiasScaleDiffersOrTheConvIsReadElsewhere) {
   }
 }
 
+// ---- int8_layout
+
+// Int8 convolutions (7-bit weights: oneDNN's int8 path on any x86 CPU): two
+// of the input, their outputs dequantized, added and requantized, a third
+// of that sum, its output dequantized (kept).
+Expr int8Chain(ExpressionGraph& g) {
+  Expr x = boundInput(g, {1, 8, 6, 6}, [](float i) { return std::sin(0.23f * i) * 2.f; });
+  auto s = [&](double v) { return g.scalar(v, Type::float32); };
+  auto z = [&](int v) { return g.scalar(v, Type::uint8); };
+  auto weights = [&](int seed) {
+    std::vector<int8_t> w(8 * 8 * 3 * 3);
+    for(size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int((i * 37 + size_t(seed)) % 121) - 60);
+    return g.constant(TensorBase::fromVector<int8_t>(Shape({8, 8, 3, 3}), w));
+  };
+  ConvOptions o;
+  o.pads = {1, 1, 1, 1};
+  Expr xq = quantize_linear(x, s(0.02), z(128));
+  Expr h = qlinear_conv(xq, s(0.02), z(128), weights(1), s(0.01), g.scalar(0, Type::int8), s(0.05), z(100), nullptr, o);
+  Expr h2 = qlinear_conv(xq, s(0.02), z(128), weights(3), s(0.008), g.scalar(0, Type::int8), s(0.04), z(120), nullptr, o);
+  Expr sum = quantize_linear(dequantize_linear(h, s(0.05), z(100)) + dequantize_linear(h2, s(0.04), z(120)), s(0.06),
+                             z(110));
+  Expr y = qlinear_conv(sum, s(0.06), z(110), weights(2), s(0.004), g.scalar(0, Type::int8), s(0.1), z(90), nullptr, o);
+  return dequantize_linear(y, s(0.1), z(90));
+}
+
+TEST(Passes, Int8LayoutKeepsInt8ChainsChannelsLast) {
+  if(!host::dnnlEnabled()) GTEST_SKIP() << "ONYX_DNNL=0: no int8 path";
+  std::map<std::string, int> ops;
+  // The same kernels and sums in another memory order: exact.
+  EXPECT_EQ(checkPass(int8Chain, int8Layout, 0.0, &ops), 2u);  // h and h2; y is read by the kept dequantize
+  Built b = make(int8Chain);
+  int8Layout(*b.g, {b.y});
+  int xLast = 0, yLast = 0;
+  for(const Expr& e : b.g->nodes())
+    if(e->kind() == NodeKind::Op && e->op()->name == "qlinear_conv") {
+      xLast += int(e->attrs().i("x_nhwc"));
+      yLast += int(e->attrs().i("y_nhwc"));
+    }
+  EXPECT_EQ(yLast, 2);  // h and h2
+  EXPECT_EQ(xLast, 1);  // the last convolution's input (the requantized sum)
+}
+
 // ---- blocked_layout
 
 // conv+relu -> depthwise conv+relu -> 1x1 conv + residual -> 1x1 conv (out).
@@ -434,7 +476,7 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 9u);
+  EXPECT_EQ(passNames().size(), 10u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

@@ -545,7 +545,8 @@ struct DnnlQConv {
 };
 
 std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
-                                            const std::vector<float>& scales, bool ySigned) {
+                                            const std::vector<float>& scales, bool ySigned, bool xNhwc, bool yNhwc) {
+  if((xNhwc || yNhwc) && nd != 2) return nullptr;
   if(nd < 1 || nd > 3 || cd.N <= 0 || cd.C <= 0 || cd.M <= 0 || cd.G <= 0 || cd.g.imgSize <= 0 ||
      cd.g.posSize <= 0 || cd.g.kSize <= 0 || !fits(cd) || scales.empty())
     return nullptr;
@@ -557,8 +558,8 @@ std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const in
   auto q = std::make_shared<DnnlQConv>();
   try {
     const dt yt = ySigned ? dt::s8 : dt::u8;
-    q->srcUser = memory::desc(cat({cd.N, cd.C}, l.img), dt::u8, tag);
-    q->dstUser = memory::desc(cat({cd.N, cd.M}, l.pos), yt, tag);
+    q->srcUser = memory::desc(cat({cd.N, cd.C}, l.img), dt::u8, xNhwc ? Tag::acdb : tag);
+    q->dstUser = memory::desc(cat({cd.N, cd.M}, l.pos), yt, yNhwc ? Tag::acdb : tag);
     const memory::desc wUser = weightsMd(cd, l, false, dt::s8);
     if(bias) q->biasMd = memory::desc({cd.M}, dt::s32, Tag::a);
     dnnl::primitive_attr attr = userScratchpad();

@@ -106,9 +106,12 @@ bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float*
 // and rounded (half to even) in float32. Built once per node: the weights
 // are reordered into the object, the scales baked into the primitive.
 struct DnnlQConv;
+// xNhwc / yNhwc: that tensor is stored channels-last ([N, H, W, C] in
+// memory; 2-D only), oneDNN's int8 layout, which then needs no reorder.
 // Null when oneDNN declines the problem (then nothing was built).
 std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
-                                            const std::vector<float>& scales, bool ySigned);
+                                            const std::vector<float>& scales, bool ySigned, bool xNhwc = false,
+                                            bool yNhwc = false);
 void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void* y, int32_t yZeroPoint);
 // Whether oneDNN's int8 convolution sums u8 x s8 products exactly on this
 // CPU for weights of magnitude up to wMaxAbs: always with VNNI (vpdpbusd
