@@ -1,6 +1,7 @@
 // ONNX quantization ops with no registry op of their own, as integer and
 // float arithmetic around quantize_linear and dequantize_linear
-// (src/ops/quant.cpp): ConvInteger, MatMulInteger, DynamicQuantizeLinear,
+// (src/ops/quant.cpp): ConvInteger, MatMulInteger (its common form is the
+// registry op matmul_integer), DynamicQuantizeLinear,
 // QLinearMatMul;
 // and the com.microsoft ops onnxruntime's quantizer writes in QOperator
 // models (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
@@ -19,6 +20,7 @@
 #include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/quant.h>
+#include <onyx/ops/quantized.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
 
@@ -48,7 +50,17 @@ namespace {
 // 1-D a_zero_point is per row of A ([M] -> [M, 1]); b's per column ([N])
 // broadcasts as it is.
 void importMatMulInteger(OnnxImportCtx& c) {
-  Expr a = cast(c.input(0), Type::int32), b = cast(c.input(1), Type::int32);
+  Expr A = c.input(0), Bq = c.input(1);
+  Expr az = optionalInput(c, 2), bz = optionalInput(c, 3);
+  // The common form (8-bit, a 2-D B, A's zero point per tensor, B's per
+  // tensor or per column) is the registry op; the rest as int32 arithmetic.
+  auto is8 = [](Expr e) { return e->value_type() == Type::uint8 || e->value_type() == Type::int8; };
+  if(is8(A) && is8(Bq) && A->shape().rank() >= 2 && Bq->shape().rank() == 2 && (!az || az->shape().elements() == 1) &&
+     (!bz || (bz->shape().rank() <= 1 && (bz->shape().elements() == 1 || bz->shape().elements() == Bq->shape()[1])))) {
+    c.setOutput(0, matmul_integer(A, Bq, az, bz));
+    return;
+  }
+  Expr a = cast(A, Type::int32), b = cast(Bq, Type::int32);
   if(c.numInputs() > 2 && c.hasInput(2)) {
     Expr zp = cast(c.input(2), Type::int32);
     if(zp->shape().rank() == 1 && a->shape().rank() >= 2) zp = reshape(zp, Shape{zp->shape()[0], 1});

@@ -1,4 +1,5 @@
-// Quantized compute: qlinear_conv, ONNX QLinearConv as one op, a
+// Quantized compute: matmul_integer (ONNX MatMulInteger) and qlinear_conv,
+// ONNX QLinearConv as one op, a
 // convolution of 8-bit integers with int32 accumulation and the
 // requantization of its sums to 8 bits. The QDQ rewrite
 // (graph/passes/fuse_qdq.cpp) makes it from DequantizeLinear -> Conv ->
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
+#include <onyx/backend/cpu/gemm.h>
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -41,6 +43,7 @@
 namespace onyx {
 
 ONYX_OP(kQLinearConv, "qlinear_conv");
+ONYX_OP(kMatMulInteger, "matmul_integer");
 
 namespace {
 
@@ -421,6 +424,177 @@ Expr qlinear_conv(Expr x, Expr xScale, Expr xZeroPoint, Expr w, Expr wScale, Exp
   return x->graph()->make(kQLinearConv, in,
                           {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)}, {"pads", attr(o.pads)},
                            {"group", attr(o.group)}});
+}
+
+// ----------------------------------------------------------- matmul_integer
+//
+// y [.., M, N] = (A [.., M, K] - a_zp) (B [K, N] - b_zp[n]) in int32, A and B
+// 8-bit. The products of 8-bit differences are exact in float32 and so are
+// their sums while below 2^24. Every partial sum of row a of A and column b
+// of B (in whatever order a GEMM adds) is at most sum |a_k| |b_k|, which is
+// at most each of max|a| * sum|b|, sum|a| * max|b| and |a|_2 |b|_2
+// (Cauchy-Schwarz); the kernel takes the smallest of the three over this
+// run's rows and B's columns (B's kept with it when B is a constant) and
+// runs float32 GEMM (OpenBLAS) when it is below 2^24, float64 GEMM (exact
+// for any K below 2^37) otherwise. Where oneDNN's int8 matmul sums exactly
+// (VNNI, or |B - b_zp| <= 64: reduce_range), that runs instead.
+
+namespace {
+
+struct MatMulIntState {
+  const void* b = nullptr;
+  std::vector<int64_t> zp;
+  std::vector<float> bf;  // B - b_zp, [K, N]
+  std::vector<double> bd;  // the same in float64, made when first needed
+  double maxAbs = 0, maxColumnSum = 0, maxColumnNorm = 0;
+  // oneDNN's int8 matmul, by row count (made when exact on this CPU)
+  std::vector<std::pair<int64_t, std::shared_ptr<host::DnnlQMatMul>>> dnnl;
+};
+
+void buildMatMulInt(MatMulIntState& s, const TensorBase& B, const TensorBase* bz) {
+  const int64_t K = B.shape()[0], N = B.shape()[1];
+  s.b = B.raw();
+  s.zp.assign(size_t(bz ? bz->size() : 1), 0);
+  for(size_t i = 0; bz && i < s.zp.size(); ++i) s.zp[i] = intAt(*bz, int64_t(i));
+  s.bf.resize(size_t(K * N));
+  std::vector<double> col(size_t(N), 0), sq(size_t(N), 0);
+  s.maxAbs = 0;
+  for(int64_t k = 0; k < K; ++k)
+    for(int64_t n = 0; n < N; ++n) {
+      const int64_t v = intAt(B, k * N + n) - s.zp[s.zp.size() == 1 ? 0 : size_t(n)];
+      const double m = double(v < 0 ? -v : v);
+      s.bf[size_t(k * N + n)] = float(v);
+      col[size_t(n)] += m;
+      sq[size_t(n)] += m * m;
+      s.maxAbs = std::max(s.maxAbs, m);
+    }
+  s.maxColumnSum = s.maxColumnNorm = 0;
+  for(int64_t n = 0; n < N; ++n) {
+    s.maxColumnSum = std::max(s.maxColumnSum, col[size_t(n)]);
+    s.maxColumnNorm = std::max(s.maxColumnNorm, std::sqrt(sq[size_t(n)]));
+  }
+  s.bd.clear();
+}
+
+void matmulIntegerKernel(KernelCtx& c) {
+  const TensorBase& A = *c.in[0];
+  const TensorBase& B = *c.in[1];
+  const TensorBase* az = c.in.size() > 2 ? c.in[2] : nullptr;
+  const TensorBase* bz = c.in.size() > 3 ? c.in[3] : nullptr;
+  const int64_t K = B.shape()[0], N = B.shape()[1], rows = K ? A.size() / K : 0;
+  int32_t* y = c.out.data<int32_t>();
+  if(c.out.size() == 0) return;
+  std::shared_ptr<void>& slot = c.node.kernelState();
+  const bool keep = c.node.child(1)->kind() == NodeKind::Constant && (!bz || c.node.child(3)->kind() == NodeKind::Constant);
+  std::shared_ptr<MatMulIntState> st = keep ? std::static_pointer_cast<MatMulIntState>(slot) : nullptr;
+  if(!st || st->b != B.raw()) {
+    st = std::make_shared<MatMulIntState>();
+    buildMatMulInt(*st, B, bz);
+    if(keep) slot = st;
+  }
+  int64_t azp = az ? intAt(*az, 0) : 0;
+  // int8 through oneDNN where it sums exactly (see qlinear_conv); s8 A runs
+  // as u8 (A + 128, zero point + 128).
+  if(host::dnnlEnabled() && st->maxAbs <= 127 && host::dnnlInt8Exact(int(st->maxAbs))) {
+    std::shared_ptr<host::DnnlQMatMul> q;
+    for(auto& e : st->dnnl)
+      if(e.first == rows) q = e.second;
+    if(!q) {
+      std::vector<int8_t> w8(st->bf.begin(), st->bf.end());
+      q = host::dnnlQMatMulPrepare(rows, K, N, w8.data());
+      if(q) st->dnnl.emplace_back(rows, q);
+    }
+    if(q) {
+      const uint8_t* a8 = static_cast<const uint8_t*>(A.raw());
+      Tensor shifted;
+      if(A.type() == Type::int8) {
+        shifted = c.scratch(A.shape(), Type::uint8);
+        uint8_t* to = shifted->data<uint8_t>();
+        const int8_t* from = A.data<int8_t>();
+        for(int64_t i = 0; i < A.size(); ++i) to[i] = uint8_t(int(from[i]) + 128);
+        a8 = to;
+        azp += 128;
+      }
+      host::dnnlQMatMulRun(*q, a8, int32_t(azp), y);
+      return;
+    }
+  }
+  Tensor af = c.scratch(Shape({rows, K}), Type::float32);
+  float* a = af->data<float>();
+  // This run's rows: max |a|, max sum |a|, max |a|_2.
+  double maxA = 0, maxRowSum = 0, maxRowNorm = 0;
+  dispatch8(A.type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = A.data<T>();
+    for(int64_t r = 0; r < rows; ++r) {
+      double sum = 0, sq = 0;
+      int64_t most = 0;
+      for(int64_t k = r * K; k < (r + 1) * K; ++k) {
+        const int64_t v = int64_t(p[k]) - azp;
+        const int64_t m = v < 0 ? -v : v;
+        a[k] = float(v);
+        sum += double(m);
+        sq += double(m * m);
+        most = m > most ? m : most;
+      }
+      maxA = std::max(maxA, double(most));
+      maxRowSum = std::max(maxRowSum, sum);
+      maxRowNorm = std::max(maxRowNorm, std::sqrt(sq));
+    }
+  });
+  const double bound = std::min({maxA * st->maxColumnSum, maxRowSum * st->maxAbs, maxRowNorm * st->maxColumnNorm});
+  // A square root may round down by an ulp: a margin far above that.
+  if(bound * (1 + 1e-9) < double(int64_t(1) << 24)) {
+    Tensor accT = c.scratch(c.out.shape(), Type::float32);
+    float* acc = accT->data<float>();
+    host::gemm<float>(false, false, rows, N, K, 1.0, a, K, st->bf.data(), N, 0.0, acc, N);
+    for(int64_t i = 0; i < rows * N; ++i) y[i] = int32_t(acc[i]);
+    return;
+  }
+  if(st->bd.empty()) st->bd.assign(st->bf.begin(), st->bf.end());
+  std::vector<double> ad(a, a + rows * K), acc(size_t(rows * N));
+  host::gemm<double>(false, false, rows, N, K, 1.0, ad.data(), K, st->bd.data(), N, 0.0, acc.data(), N);
+  for(int64_t i = 0; i < rows * N; ++i) y[i] = int32_t(acc[size_t(i)]);
+}
+
+}  // namespace
+
+[[maybe_unused]] static OpDef& kMatMulIntegerDef = kMatMulInteger
+    .doc("y = (A - a_zero_point) . (B - b_zero_point) in int32: A [.., M, K] and B [K, N] uint8 or int8, "
+         "a_zero_point one value, b_zero_point one or one per column")
+    .inputs(2, 4)
+    .infer([](InferCtx& c) {
+      c.check(is8Bit(c.typeOf(0)) && is8Bit(c.typeOf(1)), "A (", c.typeOf(0), ") and B (", c.typeOf(1),
+              ") must be uint8 or int8");
+      const Shape& a = c.shapeOf(0);
+      const Shape& b = c.shapeOf(1);
+      c.check(a.rank() >= 2 && b.rank() == 2 && a[-1] == b[0], "A of shape ", a, " and B of shape ", b,
+              " must be [.., M, K] and [K, N]");
+      if(c.n() > 2) {
+        c.check(c.typeOf(2) == c.typeOf(0) && c.shapeOf(2).elements() == 1,
+                "a_zero_point must be one value of A's type, got ", c.shapeOf(2), " ", c.typeOf(2));
+      }
+      if(c.n() > 3) {
+        const int64_t k = c.shapeOf(3).elements();
+        c.check(c.typeOf(3) == c.typeOf(1) && c.shapeOf(3).rank() <= 1 && (k == 1 || k == b[1]),
+                "b_zero_point must be one value or one per column of B, of B's type, got ", c.shapeOf(3), " ",
+                c.typeOf(3));
+      }
+      Shape::Dims d = a.dims();
+      d.back() = b[1];
+      c.shape = Shape(d);
+      c.type = Type::int32;
+    })
+    .cpu(matmulIntegerKernel)
+    .notDifferentiable("integer output (quantized models are run, not trained)")
+    .gpuOnHost("no GPU form yet: the integer matmul runs on the CPU kernels")
+    .onnxExport(10, [](OnnxExportCtx& c) { c.emit("MatMulInteger", c.inputs(), {c.output()}); });
+
+Expr matmul_integer(Expr a, Expr b, Expr aZeroPoint, Expr bZeroPoint) {
+  std::vector<Expr> in{a, b};
+  if(aZeroPoint || bZeroPoint) in.push_back(aZeroPoint ? aZeroPoint : a->graph()->scalar(0, a->value_type()));
+  if(bZeroPoint) in.push_back(bZeroPoint);
+  return a->graph()->make(kMatMulInteger, in);
 }
 
 }  // namespace onyx

@@ -15,4 +15,9 @@ namespace onyx {
 Expr qlinear_conv(Expr x, Expr xScale, Expr xZeroPoint, Expr w, Expr wScale, Expr wZeroPoint, Expr yScale,
                   Expr yZeroPoint, Expr b = nullptr, const ConvOptions& o = {});
 
+// ONNX MatMulInteger for A [.., M, K] and a 2-D B [K, N], both uint8 or
+// int8: (A - aZeroPoint) . (B - bZeroPoint) in int32, aZeroPoint one value
+// (or null: 0), bZeroPoint one or one per column (or null). Exact.
+Expr matmul_integer(Expr a, Expr b, Expr aZeroPoint = nullptr, Expr bZeroPoint = nullptr);
+
 }  // namespace onyx

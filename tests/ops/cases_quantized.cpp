@@ -96,6 +96,24 @@ ONYX_OP_CASE({"qlinear_conv", "s8_per_channel_grouped_strided",
               },
               /*gradcheck=*/false});
 
+// matmul_integer: uint8 A [2, 3, 5] with a zero point, int8 B [5, 4] with one
+// per column; int32 output, exact.
+ONYX_OP_CASE({"matmul_integer", "u8_s8_per_column",
+              {ints({2, 3, 5}, 0, 255), ints({5, 4}, -128, 127), intValues({}, {131}), intValues({4}, {0, 3, -7, 100})},
+              [](Xs x) {
+                return matmul_integer(cast(x[0], Type::uint8), cast(x[1], Type::int8), cast(x[2], Type::uint8),
+                                      cast(x[3], Type::int8));
+              },
+              [](Rs x) {
+                const int64_t rows = 6, K = 5, N = 4;
+                Ref y{{2, 3, 4}, std::vector<double>(size_t(rows * N), 0)};
+                for(int64_t r = 0; r < rows; ++r)
+                  for(int64_t n = 0; n < N; ++n)
+                    for(int64_t k = 0; k < K; ++k) y[r * N + n] += (x[0][r * K + k] - x[2][0]) * (x[1][k * N + n] - x[3][n]);
+                return y;
+              },
+              /*gradcheck=*/false});
+
 }  // namespace
 }  // namespace test
 }  // namespace onyx

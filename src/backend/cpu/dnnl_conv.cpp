@@ -632,6 +632,56 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
   gRuns.fetch_add(1, std::memory_order_relaxed);
 }
 
+struct DnnlQMatMul {
+  dnnl::matmul prim;
+  memory::desc a, y;
+  memory weights;
+  size_t scratch = 0;
+};
+
+std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t N, const int8_t* w) {
+  const int64_t lim = int64_t(1) << 31;
+  if(rows <= 0 || K <= 0 || N <= 0 || rows * K >= lim || K * N >= lim || rows * N >= lim) return nullptr;
+  using dt = memory::data_type;
+  const dnnl::engine& eng = cpuEngine();
+  auto q = std::make_shared<DnnlQMatMul>();
+  try {
+    q->a = memory::desc({rows, K}, dt::u8, Tag::ab);
+    q->y = memory::desc({rows, N}, dt::s32, Tag::ab);
+    dnnl::primitive_attr attr = userScratchpad();
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::matmul::desc d(q->a, memory::desc({K, N}, dt::s8, Tag::any), q->y);
+    dnnl::matmul::primitive_desc pd(d, attr, eng);
+    if(std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+    q->prim = dnnl::matmul(pd);
+    q->scratch = pd.scratchpad_desc().get_size();
+    q->weights = memory(pd.weights_desc(), eng);
+    memory wm(memory::desc({K, N}, dt::s8, Tag::ab), eng, const_cast<int8_t*>(w));
+    dnnl::reorder(wm, q->weights).execute(threadStream(), wm, q->weights);
+    threadStream().wait();
+  } catch(const dnnl::error&) {
+    return nullptr;
+  }
+  return q;
+}
+
+void dnnlQMatMulRun(const DnnlQMatMul& q, const uint8_t* a, int32_t aZeroPoint, int32_t* y) {
+  const dnnl::engine& eng = cpuEngine();
+  dnnl::stream& strm = threadStream();
+  char* arena = threadArena().reserve(ThreadArena::roundUp(std::max<size_t>(q.scratch, 1)));
+  memory scratch(memory::desc({int64_t(std::max<size_t>(q.scratch, 1))}, memory::data_type::u8, Tag::a), eng, arena);
+  int32_t az = aZeroPoint;
+  memory am(q.a, eng, const_cast<uint8_t*>(a)), ym(q.y, eng, y),
+      zm(memory::desc({1}, memory::data_type::s32, Tag::a), eng, &az);
+  q.prim.execute(strm, {{DNNL_ARG_SRC, am},
+                        {DNNL_ARG_WEIGHTS, q.weights},
+                        {DNNL_ARG_DST, ym},
+                        {DNNL_ARG_SCRATCHPAD, scratch},
+                        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zm}});
+  strm.wait();
+  gRuns.fetch_add(1, std::memory_order_relaxed);
+}
+
 bool dnnlHasVnni() {
   static const bool vnni = [] {
     const unsigned isa = unsigned(dnnl::get_effective_cpu_isa());

@@ -113,6 +113,14 @@ std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const in
                                             const std::vector<float>& scales, bool ySigned, bool xNhwc = false,
                                             bool yNhwc = false);
 void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void* y, int32_t yZeroPoint);
+// An int8 matmul through oneDNN: y [rows, N] (int32) = (a - a_zp) . w with a
+// u8 [rows, K] and w s8 [K, N] (zero point already subtracted), reordered
+// into the object once. Null when oneDNN declines. Exact under the same
+// condition as the convolution (dnnlInt8Exact).
+struct DnnlQMatMul;
+std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t N, const int8_t* w);
+void dnnlQMatMulRun(const DnnlQMatMul& q, const uint8_t* a, int32_t aZeroPoint, int32_t* y);
+
 // Whether oneDNN's int8 convolution sums u8 x s8 products exactly on this
 // CPU for weights of magnitude up to wMaxAbs: always with VNNI (vpdpbusd
 // adds in int32); without it, pairs of products are first summed in

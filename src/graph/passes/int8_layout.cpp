@@ -29,13 +29,18 @@ bool int8Conv(Node* n) {
   if(!isOp(n, "qlinear_conv") || n->shape().rank() != 4 || !host::dnnlEnabled()) return false;
   Tensor w = hostConstant(n->child(3).get()), z = hostConstant(n->child(5).get());
   if(!w || !z) return false;
-  const int64_t M = w->shape()[0], per = w->size() / (M ? M : 1);
-  int64_t most = 0;
-  for(int64_t i = 0; i < w->size(); ++i) {
-    const int64_t d = int64_t(w->getAsDouble(i)) - int64_t(z->getAsDouble(z->size() == 1 ? 0 : i / per));
-    most = std::max<int64_t>(most, std::abs(d));
+  if((w->type() != Type::int8 && w->type() != Type::uint8) || z->type() != w->type()) return false;
+  const int64_t size = w->size(), M = w->shape()[0], per = size / (M ? M : 1), zn = z->size();
+  const bool s8 = w->type() == Type::int8;
+  const uint8_t* wb = static_cast<const uint8_t*>(w->raw());
+  const uint8_t* zb = static_cast<const uint8_t*>(z->raw());
+  auto value = [s8](uint8_t b) { return s8 ? int(int8_t(b)) : int(b); };
+  int most = 0;
+  for(int64_t m = 0; m < M; ++m) {
+    const int zp = value(zb[zn == 1 ? 0 : m]);
+    for(int64_t i = m * per; i < (m + 1) * per; ++i) most = std::max(most, std::abs(value(wb[i]) - zp));
   }
-  return most <= 127 && host::dnnlInt8Exact(int(most));
+  return most <= 127 && host::dnnlInt8Exact(most);
 }
 
 // Ops whose every tensor input and output share one layout when all have
