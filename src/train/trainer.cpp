@@ -14,6 +14,7 @@
 #include <onyx/graph/expression_graph.h>
 #include <onyx/io/npz.h>
 #include <onyx/onnx/checker.h>
+#include <onyx/onnx/model_file.h>
 #include <onyx/onnx/writer.h>
 #include <onyx/runtime/model.h>
 #include <onyx/train/accumulate.h>
@@ -70,10 +71,34 @@ size_t Trainer::stepsPerEpoch(int64_t samples, const TrainerOptions& o) {
 Trainer::Trainer(const std::string& modelPath, TrainerOptions options, TrainerCallbacks callbacks)
     : Trainer(Model::load(modelPath), std::move(options), std::move(callbacks)) {}
 
+namespace {
+
+// Quantized models are run, not trained (docs/quantization.md): the first
+// quantized node of the model's graph, as a one-line error.
+void refuseQuantized(const Model& m) {
+  static const char* const kOps[] = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
+                                     "MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"};
+  for(const auto& n : m.file().proto.graph().node()) {
+    const std::string& op = n.op_type();
+    bool quantized = false;
+    if(n.domain().empty() || n.domain() == "ai.onnx")
+      for(const char* q : kOps) quantized = quantized || op == q;
+    else if(n.domain() == "com.microsoft")
+      quantized = op.rfind("QLinear", 0) == 0 || op == "QGemm" || op.rfind("DynamicQuantize", 0) == 0 ||
+                  op == "QAttention" || op == "MatMulIntegerToFloat";
+    if(quantized)
+      throw Error(str(m.path(), ": node '", n.name(), "' (", op, ") is quantized: quantized models are run, not ",
+                      "trained; fine-tune the float model and quantize it afterwards (docs/quantization.md)"));
+  }
+}
+
+}  // namespace
+
 Trainer::Trainer(std::shared_ptr<const Model> model, TrainerOptions options, TrainerCallbacks callbacks)
     : o_(std::move(options)), cb_(std::move(callbacks)), model_(std::move(model)) {
   ONYX_CHECK(model_, "Trainer: no model");
   checkOptions(o_, cb_);
+  refuseQuantized(*model_);
   const std::string& path = model_->path();
   if(o_.output.empty()) {
     if(model_->outputs().empty()) throw Error(str(path, ": the model has no outputs"));

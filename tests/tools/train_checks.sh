@@ -55,6 +55,13 @@ check "onnx-train: a label out of range is named" sh -c "[ $rc -eq 1 ] && grep -
 "$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target y --output probs --loss mse -o "$T/t2.onnx" > "$T/o" 2> "$T/e"; rc=$?
 check "onnx-train: a loss on a target of the wrong shape is an error" sh -c "[ $rc -eq 1 ] && grep -q 'mse' '$T/e' && grep -q 'probs' '$T/e'"
 
+# A quantized model (tiny_mlp through onnxruntime's quantize_dynamic) is run, not trained.
+python3 -c "
+from onnxruntime.quantization import quantize_dynamic, QuantType
+quantize_dynamic('$M/model.onnx', '$T/quantized.onnx', weight_type=QuantType.QInt8)" 2> /dev/null
+"$BIN/onnx-train" "$T/quantized.onnx" --data "$T/train.npz" --input x=x --target y --output probs --loss ce -o "$T/t3.onnx" > "$T/o" 2> "$T/e"; rc=$?
+check "onnx-train: a quantized model is one line naming its first quantized op" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q '(DynamicQuantizeLinear) is quantized: quantized models are run, not trained' '$T/e' && [ ! -e '$T/t3.onnx' ]"
+
 # ---- The bundled CNN (Conv, BatchNormalization, Dropout, Gemm) on the
 # bundled "bars" dataset: the stated accuracy, and onnxruntime agrees with
 # Onyx on the trained model (running statistics included).
