@@ -12,8 +12,11 @@
 // CPU kernels, in order of preference:
 // - int8 through oneDNN (backend/cpu/dnnl_conv.h) when it sums exactly: on
 //   CPUs with VNNI always, without it for weights in [-64, 64] (what
-//   onnxruntime's reduce_range makes); s8 x runs as u8 (x + 128, zero point
-//   + 128: the same differences), the weights less their zero point as s8.
+//   onnxruntime's reduce_range makes) and for depthwise convolutions (one
+//   input channel per group: oneDNN pads the channel block with zeros, so
+//   every pair it adds in int16 has a zero term); s8 x runs as u8 (x + 128,
+//   zero point + 128: the same differences), the weights less their zero
+//   point as s8.
 //   oneDNN scales in float32: a result may differ from the reference by one
 //   unit where the float32 and float64 products round differently.
 // - float32: the convolution of (x - x_zp) and (w - w_zp) through the float
@@ -76,7 +79,7 @@ struct QConvState {
   // the requantization factors S[m] and the weights less their zero point
   std::vector<float> S;
   std::vector<int32_t> wq;  // [M, C/G, k..]
-  int wMaxAbs = 0;
+  int wMaxAbs = 0, wMin = 0, wMax = 0;
   int64_t maxRowSum = 0;  // max over m of sum |wq[m, ..]|
   // int8 path
   std::shared_ptr<host::DnnlQConv> dnnl;
@@ -113,7 +116,7 @@ void build(QConvState& s, const KernelCtx& c) {
   s.S.resize(size_t(M));
   for(int64_t m = 0; m < M; ++m) s.S[size_t(m)] = xs * perChannelF(*c.in[kWScale], m) / ys;  // float32, as numpy
   s.wq.resize(size_t(w.size()));
-  s.wMaxAbs = 0;
+  s.wMaxAbs = s.wMin = s.wMax = 0;
   s.maxRowSum = 0;
   for(int64_t m = 0; m < M; ++m) {
     const int64_t zp = s.wZp[s.wZp.size() == 1 ? 0 : size_t(m)];
@@ -122,6 +125,8 @@ void build(QConvState& s, const KernelCtx& c) {
       const int64_t v = intAt(w, m * per + i) - zp;
       s.wq[size_t(m * per + i)] = int32_t(v);
       s.wMaxAbs = std::max<int>(s.wMaxAbs, int(std::abs(v)));
+      s.wMin = std::min<int>(s.wMin, int(v));
+      s.wMax = std::max<int>(s.wMax, int(v));
       row += std::abs(v);
     }
     s.maxRowSum = std::max(s.maxRowSum, row);
@@ -235,7 +240,7 @@ void channelsLast(const TensorBase& from, TensorBase& to, bool toNhwc) {
 bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
   if(!s.triedDnnl) {
     s.triedDnnl = true;
-    if(host::dnnlInt8Exact(s.wMaxAbs) && s.wMaxAbs <= 127) {
+    if((host::dnnlInt8Exact(s.wMaxAbs) || cd.Cg == 1) && s.wMin >= -128 && s.wMax <= 127) {
       std::vector<int8_t> w8(s.wq.begin(), s.wq.end());
       std::vector<int32_t> b32;
       if(c.in.size() > kBias) b32.assign(c.in[kBias]->data<int32_t>(), c.in[kBias]->data<int32_t>() + cd.M);

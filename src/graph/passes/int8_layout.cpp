@@ -23,8 +23,9 @@ Tensor hostConstant(Node* n) {
 
 // A 2-D qlinear_conv that qlinear_conv's kernel runs through oneDNN's int8
 // path (constant weights whose distance to their zero point oneDNN sums
-// exactly on this CPU; see ops/quantized.cpp), the only one that reads and
-// writes channels-last tensors without transposing them.
+// exactly on this CPU, or a depthwise one; the rule of ops/quantized.cpp),
+// the only one that reads and writes channels-last tensors without
+// transposing them.
 bool int8Conv(Node* n) {
   if(!isOp(n, "qlinear_conv") || n->shape().rank() != 4 || !host::dnnlEnabled()) return false;
   Tensor w = hostConstant(n->child(3).get()), z = hostConstant(n->child(5).get());
@@ -35,12 +36,18 @@ bool int8Conv(Node* n) {
   const uint8_t* wb = static_cast<const uint8_t*>(w->raw());
   const uint8_t* zb = static_cast<const uint8_t*>(z->raw());
   auto value = [s8](uint8_t b) { return s8 ? int(int8_t(b)) : int(b); };
-  int most = 0;
+  int most = 0, lo = 0, hi = 0;
   for(int64_t m = 0; m < M; ++m) {
     const int zp = value(zb[zn == 1 ? 0 : m]);
-    for(int64_t i = m * per; i < (m + 1) * per; ++i) most = std::max(most, std::abs(value(wb[i]) - zp));
+    for(int64_t i = m * per; i < (m + 1) * per; ++i) {
+      const int d = value(wb[i]) - zp;
+      most = std::max(most, std::abs(d));
+      lo = std::min(lo, d);
+      hi = std::max(hi, d);
+    }
   }
-  return most <= 127 && host::dnnlInt8Exact(most);
+  const bool depthwise = w->shape()[1] == 1;
+  return lo >= -128 && hi <= 127 && (depthwise || host::dnnlInt8Exact(most));
 }
 
 // Ops whose every tensor input and output share one layout when all have

@@ -118,6 +118,30 @@ def test_qlinear_conv_matches_the_reference(tmp_path, dnnl):
     assert sum(diffs.values()) == len(QCONV_CASES) == 432
 
 
+@pytest.mark.parametrize("channels,k", [(8, 3), (32, 5), (96, 3)])
+def test_depthwise_qlinear_conv_with_extreme_values_is_exact(tmp_path, channels, k):
+    """Depthwise convolutions take oneDNN's int8 path whatever the weights
+    (one input channel per group: its int16 pair sums always have a zero
+    term). Inputs and weights at the ends of their ranges, where a pair of
+    two products would saturate int16: the same bytes as ONNX's reference."""
+    rng = np.random.default_rng(channels)
+    x = rng.choice(np.array([0, 255, 254, 1, 128], np.uint8), (1, channels, 10, 10))
+    w = rng.choice(np.array([-128, 127, -127, 126, 0], np.int8), (channels, 1, k, k))
+    inits = [numpy_helper.from_array(a, n) for a, n in [
+        (np.array(0.02, np.float32), "xs"), (np.array(3, np.uint8), "xz"), (w, "w"),
+        (np.array(0.001, np.float32), "ws"), (np.array(0, np.int8), "wz"), (np.array(2.0, np.float32), "ys"),
+        (np.array(100, np.uint8), "yz")]]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=[k // 2] * 4,
+                            group=channels)
+    graph = helper.make_graph([node], "dw", [vi("x", np.uint8, x.shape)], [vi("y", np.uint8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = save(model, tmp_path / "dw.onnx")
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = run_onyx(path, {"x": x}, str(tmp_path / "w"))["y"]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_qlinear_conv_exports_and_reimports(tmp_path):
     """onnx-export writes qlinear_conv back as QLinearConv: onnxruntime runs
     the exported model to the same bytes as Onyx runs the original."""
