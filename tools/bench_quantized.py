@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(REPO, "tools"))
 
 import bench_models  # noqa: E402
 import bench_vs_ort  # noqa: E402
+import perfdoc  # noqa: E402
 
 STATIC = {"s8": dict(per_channel=False, reduce_range=False, act="QInt8"),
           "u8rr": dict(per_channel=True, reduce_range=True, act="QUInt8")}
@@ -77,7 +78,8 @@ def quantized(meta, kind, variant, cache):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "tools"))
-    ap.add_argument("--out", help="markdown file to write (default: print)")
+    ap.add_argument("--out", help="the markdown page whose section bench_quantized to write (docs/performance.md; "
+                                  "default: print)")
     ap.add_argument("--models", nargs="*", default=["resnet50", "mobilenet_v2", "bert_base"])
     ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
@@ -125,11 +127,12 @@ def main(argv=None):
         q, f = r
         lines.append(f"| {name} | {kind} {variant} | {t} | {q['onyx_median']:.2f} | {q['ort_median']:.2f} | "
                      f"{q['ratio']:.2f} | {f['onyx_median']:.2f} | {q['onyx_median'] / f['onyx_median']:.2f} |")
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
-    print(text)
+    head = ["## Quantized models against onnxruntime (CPU)", "",
+            "Written by `tools/bench_quantized.py` (docs/quantization.md says how each form runs): "
+            "onnxruntime.quantization's static QDQ form of ResNet-50 and MobileNetV2 and its dynamic form of "
+            "BERT-base (sequence 128), batch 1; the two engines alternate, fresh processes, same inputs; the "
+            "float32 model's Onyx latency from the same run.", ""]
+    perfdoc.emit(args.out, "bench_quantized", "\n".join(head + lines) + "\n")
 
 
 if __name__ == "__main__":
