@@ -43,11 +43,12 @@ libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata grap
       python3 -m pip install -q "scikit-learn==1.9.1" "skl2onnx==1.20.0" "onnxmltools==1.16.0" "lightgbm==4.7.0" \
         "xgboost-cpu==3.2.0"
   fi
-  # The benchmark's CNNs are torchvision's definitions (tools/bench_models.py);
-  # no test needs them. No torchvision release declares torch 2.15 as its
+  # torchvision's model definitions: the benchmark's CNNs
+  # (tools/bench_models.py) and the quantized ResNet-18/MobileNetV2 of
+  # tests/python/quantized. No torchvision release declares torch 2.15 as its
   # match, so 0.29.2 goes in without its dependencies (its model definitions
   # work with torch 2.15), plus the one it imports at load time, pillow.
-  if [ "${1:-}" = bench ]; then
+  if [ "${1:-}" = test ] || [ "${1:-}" = bench ]; then
     python3 -c "import torchvision" 2>/dev/null || {
       python3 -m pip install -q "pillow==13.0.0"
       python3 -m pip install -q --no-deps "torchvision==0.29.2"
