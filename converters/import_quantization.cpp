@@ -46,6 +46,16 @@ ONYX_ONNX_IMPORT(kConvIntegerImport, "ConvInteger", 10).importer([](OnnxImportCt
 
 namespace {
 
+// The form matmul_integer takes: 8-bit A [.., M, K] and B [K, N], A's zero
+// point one value (or none), B's one or one per column (or none).
+bool matmulIntegerForm(Expr A, Expr B, Expr az, Expr bz) {
+  auto is8 = [](Expr e) { return e->value_type() == Type::uint8 || e->value_type() == Type::int8; };
+  return is8(A) && is8(B) && A->shape().rank() >= 2 && B->shape().rank() == 2 && A->shape()[-1] == B->shape()[0] &&
+         (!az || (az->shape().elements() == 1 && az->value_type() == A->value_type())) &&
+         (!bz || (bz->value_type() == B->value_type() && bz->shape().rank() <= 1 &&
+                  (bz->shape().elements() == 1 || bz->shape().elements() == B->shape()[1])));
+}
+
 // ONNX MatMulInteger: (A - a_zero_point) . (B - b_zero_point) in int32. A
 // 1-D a_zero_point is per row of A ([M] -> [M, 1]); b's per column ([N])
 // broadcasts as it is.
@@ -54,9 +64,7 @@ void importMatMulInteger(OnnxImportCtx& c) {
   Expr az = optionalInput(c, 2), bz = optionalInput(c, 3);
   // The common form (8-bit, a 2-D B, A's zero point per tensor, B's per
   // tensor or per column) is the registry op; the rest as int32 arithmetic.
-  auto is8 = [](Expr e) { return e->value_type() == Type::uint8 || e->value_type() == Type::int8; };
-  if(is8(A) && is8(Bq) && A->shape().rank() >= 2 && Bq->shape().rank() == 2 && (!az || az->shape().elements() == 1) &&
-     (!bz || (bz->shape().rank() <= 1 && (bz->shape().elements() == 1 || bz->shape().elements() == Bq->shape()[1])))) {
+  if(matmulIntegerForm(A, Bq, az, bz)) {
     c.setOutput(0, matmul_integer(A, Bq, az, bz));
     return;
   }
@@ -103,9 +111,10 @@ void importQLinearMatMul(OnnxImportCtx& c) {
   checkQuantTarget(c, a->value_type(), "a");
   checkQuantTarget(c, b->value_type(), "b");
   checkQuantTarget(c, yZp->value_type(), "y_zero_point");
-  Expr A = cast(a, Type::int32) - cast(rowParam(aZp, true), Type::int32);
-  Expr B = cast(b, Type::int32) - cast(rowParam(bZp, false), Type::int32);
-  Expr prod = matmul(A, B);
+  Expr prod = matmulIntegerForm(a, b, aZp, bZp)
+                   ? matmul_integer(a, b, aZp, bZp)
+                   : matmul(cast(a, Type::int32) - cast(rowParam(aZp, true), Type::int32),
+                            cast(b, Type::int32) - cast(rowParam(bZp, false), Type::int32));
   Expr factor = rowParam(aScale, true) * rowParam(bScale, false) / yScale;
   Expr d = cast(prod, Type::float64) * cast(factor, Type::float64);
   c.setOutput(0, quantize_linear(d, c.graph().scalar(1.0, Type::float64), yZp));
@@ -179,8 +188,8 @@ void importQLinearConcat(OnnxImportCtx& c) {
 // transA, transB: Y = alpha * a_scale * b_scale * ((A - a_zp)' (B - b_zp)' +
 // C), C int32 (scale alpha * a_scale * b_scale, zero point 0); quantized
 // with y_scale and y_zp when y_scale is given, float32 otherwise. b_scale
-// and b_zp are per tensor or per column of B'. The integer product runs in
-// float64 (exact).
+// and b_zp are per tensor or per column of B'. The integer product is
+// matmul_integer's (exact); forms it does not take run in float64 (exact).
 void importQGemm(OnnxImportCtx& c) {
   Expr a = c.input(0), b = c.input(3);
   checkQuantTarget(c, a->value_type(), "A");
@@ -193,14 +202,16 @@ void importQGemm(OnnxImportCtx& c) {
     Expr z = optionalInput(c, i);
     return z ? cast(z, Type::float64) : c.graph().scalar(0, Type::float64);
   };
-  Expr A = cast(a, Type::float64), B = cast(b, Type::float64);
-  if(ta) A = transpose(A, {1, 0});
-  if(tb) B = transpose(B, {1, 0});
-  A = A - zeroOr(2);
-  B = B - zeroOr(5);  // per column of B' ([N]) broadcasts as it is
-  c.check(A->shape()[1] == B->shape()[0], "A' of shape ", A->shape(), " and B' of shape ", B->shape(),
+  Expr At = ta ? transpose(a, {1, 0}) : a, Bt = tb ? transpose(b, {1, 0}) : b;
+  c.check(At->shape()[1] == Bt->shape()[0], "A' of shape ", At->shape(), " and B' of shape ", Bt->shape(),
           " do not multiply");
-  Expr acc = matmul(A, B);
+  Expr acc;
+  if(matmulIntegerForm(At, Bt, optionalInput(c, 2), optionalInput(c, 5))) {
+    acc = cast(matmul_integer(At, Bt, optionalInput(c, 2), optionalInput(c, 5)), Type::float64);
+  } else {
+    // per column of B' ([N]) broadcasts as it is
+    acc = matmul(cast(At, Type::float64) - zeroOr(2), cast(Bt, Type::float64) - zeroOr(5));
+  }
   if(Expr bias = optionalInput(c, 6)) {
     c.check(bias->value_type() == Type::int32, "C has element type ", bias->value_type(), " but must be int32");
     acc = acc + cast(bias, Type::float64);
