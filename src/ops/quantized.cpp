@@ -489,6 +489,10 @@ void matmulIntegerKernel(KernelCtx& c) {
   const int64_t K = B.shape()[0], N = B.shape()[1], rows = K ? A.size() / K : 0;
   int32_t* y = c.out.data<int32_t>();
   if(c.out.size() == 0) return;
+  if(K == 0) {  // empty sums
+    std::fill(y, y + c.out.size(), 0);
+    return;
+  }
   std::shared_ptr<void>& slot = c.node.kernelState();
   const bool keep = c.node.child(1)->kind() == NodeKind::Constant && (!bz || c.node.child(3)->kind() == NodeKind::Constant);
   std::shared_ptr<MatMulIntState> st = keep ? std::static_pointer_cast<MatMulIntState>(slot) : nullptr;
