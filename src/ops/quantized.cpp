@@ -20,7 +20,8 @@
 //   oneDNN scales in float32: a result may differ from the reference by one
 //   unit where the float32 and float64 products round differently.
 // - float32: the convolution of (x - x_zp) and (w - w_zp) through the float
-//   kernels, then the requantization. Products of 8-bit integers are exact
+//   kernels (channels-last tensors stay so: oneDNN takes NHWC), then the
+//   requantization. Products of 8-bit integers are exact
 //   in float32 and so is their sum while it stays below 2^24 in magnitude,
 //   which the kernel checks per layer from the weights (a bound on every
 //   partial sum); beyond it the sum carries float32 rounding, a relative
@@ -161,6 +162,18 @@ void requantizeRow(const A* a, Y* o, int64_t P, double f, double lo, double hi, 
   }
 }
 
+template <class Y>
+void requantizeRowPerChannel(const float* a, Y* o, int64_t M, const double* f, double lo, double hi, int32_t zp) {
+  constexpr double kMagic = 6755399441055744.0;
+  for(int64_t m = 0; m < M; ++m) {
+    double v = double(a[m]) * f[m];
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    const double r = (v + kMagic) - kMagic;
+    o[m] = Y(int32_t(r) + zp);
+  }
+}
+
 template <class Y, class A>
 void requantize(const A* acc, Y* y, const std::vector<float>& S, int64_t yzp, int64_t N, int64_t M, int64_t P) {
   const double lo = double(std::numeric_limits<Y>::lowest()) - double(yzp);
@@ -168,6 +181,19 @@ void requantize(const A* acc, Y* y, const std::vector<float>& S, int64_t yzp, in
   host::parallelFor(N * M, N * M * P, [&](int64_t b, int64_t e) {
     for(int64_t nm = b; nm < e; ++nm)
       requantizeRow(acc + nm * P, y + nm * P, P, double(S[size_t(nm % M)]), lo, hi, int32_t(yzp));
+  });
+}
+
+// The same for channels-last acc and y ([N, P, M] in memory).
+template <class Y>
+void requantizeNhwc(const float* acc, Y* y, const std::vector<float>& S, int64_t yzp, int64_t N, int64_t M,
+                    int64_t P) {
+  const double lo = double(std::numeric_limits<Y>::lowest()) - double(yzp);
+  const double hi = double(std::numeric_limits<Y>::max()) - double(yzp);
+  std::vector<double> f(S.begin(), S.end());
+  host::parallelFor(N * P, N * P * M, [&](int64_t b, int64_t e) {
+    for(int64_t np = b; np < e; ++np)
+      requantizeRowPerChannel(acc + np * M, y + np * M, M, f.data(), lo, hi, int32_t(yzp));
   });
 }
 
@@ -267,7 +293,8 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
 }
 
 // The float32 path: true when the float convolution ran through oneDNN.
-bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd, const TensorBase& x, TensorBase& y) {
+bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd, const TensorBase& x, TensorBase& y,
+                bool xNhwc, bool yNhwc) {
   if(s.wf.empty()) {
     s.wf.assign(s.wq.begin(), s.wq.end());
     if(c.in.size() > kBias) {
@@ -285,12 +312,19 @@ bool qconvFloat(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd, c
       for(int64_t i = b; i < e; ++i) xf[i] = float(from[i]) - xzp;
     });
   });
+  // Channels-last x and y stay so: the conversion above does not see the
+  // layout, oneDNN's float kernels take NHWC, the requantization below
+  // reads it.
+  host::ConvLayouts lay;
+  lay.x = xNhwc ? 1 : 0;
+  lay.y = yNhwc ? 1 : 0;
   if(!host::dnnlConvForward(cd, nd, xf, s.wf.data(), s.bf.empty() ? nullptr : s.bf.data(), accT->data<float>(),
-                            nullptr, &s.slot))
+                            nullptr, &s.slot, lay))
     return false;
   dispatch8(y.type(), [&](auto tag) {
     using Y = typename decltype(tag)::type;
-    requantize(accT->data<float>(), y.data<Y>(), s.S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+    if(yNhwc) requantizeNhwc(accT->data<float>(), y.data<Y>(), s.S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+    else requantize(accT->data<float>(), y.data<Y>(), s.S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
   });
   return true;
 }
@@ -309,11 +343,12 @@ void qconvKernel(KernelCtx& c) {
     build(*st, c);
     if(keep) slot = st;
   }
-  if(host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0 && qconvDnnl(c, *st, cd, nd)) return;
-  // The other paths read and write plain NCHW: channels-last tensors (set
-  // by the int8_layout pass for the int8 path, which declined) are
-  // transposed around them.
+  const bool dnnl = host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0;
+  if(dnnl && qconvDnnl(c, *st, cd, nd)) return;
   const bool xNhwc = c.attrs.i("x_nhwc") != 0, yNhwc = c.attrs.i("y_nhwc") != 0;
+  if(dnnl && qconvFloat(c, *st, cd, nd, *c.in[kX], c.out, xNhwc, yNhwc)) return;
+  // The exact loops read and write plain NCHW: channels-last tensors are
+  // transposed around them.
   Tensor xPlain, yPlain;
   const TensorBase* x = c.in[kX];
   TensorBase* y = &c.out;
@@ -326,14 +361,12 @@ void qconvKernel(KernelCtx& c) {
     yPlain = c.scratch(y->shape(), y->type());
     y = yPlain.get();
   }
-  if(!(host::dnnlEnabled() && cd.N * cd.C * cd.g.imgSize > 0 && qconvFloat(c, *st, cd, nd, *x, *y))) {
-    std::vector<int64_t> acc;
-    convExact(c, *st, cd, *x, acc);
-    dispatch8(y->type(), [&](auto tag) {
-      using Y = typename decltype(tag)::type;
-      requantize(acc.data(), y->data<Y>(), st->S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
-    });
-  }
+  std::vector<int64_t> acc;
+  convExact(c, *st, cd, *x, acc);
+  dispatch8(y->type(), [&](auto tag) {
+    using Y = typename decltype(tag)::type;
+    requantize(acc.data(), y->data<Y>(), st->S, intAt(*c.in[kYZp], 0), cd.N, cd.M, cd.P);
+  });
   if(yNhwc) channelsLast(*yPlain, c.out, true);
 }
 

@@ -318,16 +318,17 @@ TEST(Passes, FuseQdqNotWhenTheBiasScaleDiffersOrTheConvIsReadElsewhere) {
 
 // ---- int8_layout
 
-// Int8 convolutions (7-bit weights: oneDNN's int8 path on any x86 CPU): two
-// of the input, their outputs dequantized, added and requantized, a third
-// of that sum, its output dequantized (kept).
-Expr int8Chain(ExpressionGraph& g) {
+// Quantized convolutions: two of the input, their outputs dequantized,
+// added and requantized, a third of that sum, its output dequantized
+// (kept). Weights within [-range, range]: 60 takes oneDNN's int8 path on any
+// x86 CPU, 127 its float path on CPUs without VNNI.
+Expr int8Chain(ExpressionGraph& g, int range) {
   Expr x = boundInput(g, {1, 8, 6, 6}, [](float i) { return std::sin(0.23f * i) * 2.f; });
   auto s = [&](double v) { return g.scalar(v, Type::float32); };
   auto z = [&](int v) { return g.scalar(v, Type::uint8); };
   auto weights = [&](int seed) {
     std::vector<int8_t> w(8 * 8 * 3 * 3);
-    for(size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int((i * 37 + size_t(seed)) % 121) - 60);
+    for(size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int((i * 37 + size_t(seed)) % size_t(2 * range + 1)) - range);
     return g.constant(TensorBase::fromVector<int8_t>(Shape({8, 8, 3, 3}), w));
   };
   ConvOptions o;
@@ -342,20 +343,24 @@ Expr int8Chain(ExpressionGraph& g) {
 }
 
 TEST(Passes, Int8LayoutKeepsInt8ChainsChannelsLast) {
-  if(!host::dnnlEnabled()) GTEST_SKIP() << "ONYX_DNNL=0: no int8 path";
-  std::map<std::string, int> ops;
-  // The same kernels and sums in another memory order: exact.
-  EXPECT_EQ(checkPass(int8Chain, int8Layout, 0.0, &ops), 2u);  // h and h2; y is read by the kept dequantize
-  Built b = make(int8Chain);
-  int8Layout(*b.g, {b.y});
-  int xLast = 0, yLast = 0;
-  for(const Expr& e : b.g->nodes())
-    if(e->kind() == NodeKind::Op && e->op()->name == "qlinear_conv") {
-      xLast += int(e->attrs().i("x_nhwc"));
-      yLast += int(e->attrs().i("y_nhwc"));
-    }
-  EXPECT_EQ(yLast, 2);  // h and h2
-  EXPECT_EQ(xLast, 1);  // the last convolution's input (the requantized sum)
+  if(!host::dnnlEnabled()) GTEST_SKIP() << "ONYX_DNNL=0: the exact loops, which read plain tensors";
+  for(int range : {60, 127}) {
+    SCOPED_TRACE("weights within +-" + std::to_string(range));
+    auto build = [range](ExpressionGraph& g) { return int8Chain(g, range); };
+    std::map<std::string, int> ops;
+    // The same kernels and (exact integer) sums in another memory order.
+    EXPECT_EQ(checkPass(build, int8Layout, 0.0, &ops), 2u);  // h and h2; y is read by the kept dequantize
+    Built b = make(build);
+    int8Layout(*b.g, {b.y});
+    int xLast = 0, yLast = 0;
+    for(const Expr& e : b.g->nodes())
+      if(e->kind() == NodeKind::Op && e->op()->name == "qlinear_conv") {
+        xLast += int(e->attrs().i("x_nhwc"));
+        yLast += int(e->attrs().i("y_nhwc"));
+      }
+    EXPECT_EQ(yLast, 2);  // h and h2
+    EXPECT_EQ(xLast, 1);  // the last convolution's input (the requantized sum)
+  }
 }
 
 // ---- blocked_layout

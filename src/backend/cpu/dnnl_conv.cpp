@@ -132,7 +132,8 @@ Tag plainTag(int ndims) {
 }
 
 // oneDNN's channel-blocked tag for 4-D tensors (see ConvLayouts).
-Tag blockedTag(int block) { return block == 16 ? Tag::nChw16c : Tag::nChw8c; }
+// 1 is channels-last (NHWC, what qlinear_conv's float path passes).
+Tag blockedTag(int block) { return block == 1 ? Tag::acdb : block == 16 ? Tag::nChw16c : Tag::nChw8c; }
 
 Dims cat(Dims a, const Dims& b) {
   a.insert(a.end(), b.begin(), b.end());

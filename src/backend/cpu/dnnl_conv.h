@@ -62,7 +62,7 @@ using DnnlWeightSlot = std::shared_ptr<void>;
 // How a forward convolution's x, y and residual are stored: 0 plain
 // NC(D)(H)W, or b (8 or 16) for oneDNN's channel-blocked nChw8c / nChw16c
 // (channels in blocks of b, innermost; the channel count a multiple of b;
-// 2-D convolutions only). Blocked tensors passed from one convolution to the
+// 2-D convolutions only), or 1 for channels-last NHWC (2-D only). Blocked tensors passed from one convolution to the
 // next skip the reorders in and out that plain ones cost (graph/passes'
 // blocked_layout decides which; ~40% of MobileNetV2's conv time).
 struct ConvLayouts {

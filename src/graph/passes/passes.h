@@ -115,13 +115,13 @@ size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep);
 // (the same kernels, the same sums). CPU only; returns the number of
 // tensors kept blocked.
 size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep);
-// int8_layout: a value written by a qlinear_conv that runs oneDNN's int8
-// kernel (constant weights it sums exactly on this CPU), or by an
-// element-wise op of such values (quantize/dequantize per tensor, add, mul,
+// int8_layout: a value written by a 2-D qlinear_conv (whose oneDNN int8
+// and float paths both read and write NHWC), or by an element-wise op of
+// such values (quantize/dequantize per tensor, add, mul,
 // activations: inputs of one shape or one value), stays channels-last
-// (NHWC, oneDNN's int8 layout) when every reader is such an op or an int8
+// (NHWC, oneDNN's int8 layout) when every reader is such an op or a
 // qlinear_conv reading it as x: those qlinear_conv nodes get x_nhwc /
-// y_nhwc, and the reorders around each int8 convolution go. Legal because
+// y_nhwc, and the reorders around each convolution go. Legal because
 // element-wise ops over same-shaped tensors do not see the layout and no
 // other op reads such a value; exact. CPU only; returns the number of
 // convolution outputs kept channels-last.
