@@ -174,7 +174,6 @@ int main(int argc, char** argv) {
 
     auto t0 = Clock::now();
     auto model = Model::load(modelPath);
-    for(const auto& w : model->warnings()) std::cerr << "onnx-bench: warning: " << w << "\n";
     double loadMs = msSince(t0);
 
     SessionOptions so;

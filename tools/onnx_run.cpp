@@ -44,7 +44,6 @@ int main(int argc, char** argv) {
 
   try {
     auto model = Model::load(modelPath);
-    for(const auto& w : model->warnings()) std::cerr << "onnx-run: warning: " << w << "\n";
     SessionOptions so;
     so.device = parseDevice(device);
     so.threads = threads;
