@@ -258,6 +258,41 @@ std::string localName(OnnxExportCtx& c, const std::string& fresh) {
   return fresh.rfind(prefix, 0) == 0 ? fresh.substr(prefix.size()) : fresh;
 }
 
+// How QuantizeLinear/DequantizeLinear can take a node's scale (input 1) and
+// zero point (input 2) on x (input 0): both one value, or (from opset 13)
+// both one per entry of one axis of x.
+struct ParamLayout {
+  Shape::Dims scale, zeroPoint;  // lined up with x's rank
+  int axis = -1, nonOne = 0;     // the axis with more than one entry, and how many such axes
+  bool ok = false;
+};
+
+ParamLayout paramLayout(OnnxExportCtx& c) {
+  ParamLayout p;
+  const int rank = c.inputShape(0).rank();
+  p.scale = alignedDims(c.inputShape(1), rank);
+  p.zeroPoint = alignedDims(c.inputShape(2), rank);
+  for(size_t i = 0; i < p.scale.size(); ++i)
+    if(p.scale[i] != 1) {
+      p.axis = static_cast<int>(i);
+      ++p.nonOne;
+    }
+  p.ok = p.scale == p.zeroPoint && (p.nonOne == 0 || (p.nonOne == 1 && c.opset() >= 13));
+  return p;
+}
+
+// opType (QuantizeLinear or DequantizeLinear) of x with the scale and zero
+// point reshaped to the op's form (p.ok).
+void emitLinearQuant(OnnxExportCtx& c, const char* opType, const ParamLayout& p) {
+  Shape::Dims to;
+  if(p.nonOne) to.push_back(p.scale[static_cast<size_t>(p.axis)]);
+  std::string s = reshapeValue(c, c.input(1), c.inputShape(1), to, "scale");
+  std::string z = reshapeValue(c, c.input(2), c.inputShape(2), to, "zero_point");
+  OnnxAttrs attrs;
+  if(p.nonOne && p.axis != 1) attrs.emplace_back("axis", AttrValue(int64_t(p.axis)));
+  c.emit(opType, {c.input(0), s, z}, {c.output()}, attrs);
+}
+
 // quantize_linear as the element-wise ops it computes, for what ONNX's
 // QuantizeLinear does not take (float64 x, int32/int64 zero points, a scale
 // and zero point laid out differently): q = x / scale in x's compute type
@@ -303,30 +338,18 @@ void exportQuantizeLinear(OnnxExportCtx& c) {
   const Shape& xs = c.inputShape(0);
   bool xOk = xt == Type::float32 || ((xt == Type::float16 || xt == Type::bfloat16) && c.opset() >= 19);
   bool zOk = zt == Type::int8 || zt == Type::uint8 || ((zt == Type::int16 || zt == Type::uint16) && c.opset() >= 21);
-  Shape::Dims sd = alignedDims(c.inputShape(1), xs.rank()), zd = alignedDims(c.inputShape(2), xs.rank());
-  int axis = -1, nonOne = 0;
-  for(size_t i = 0; i < sd.size(); ++i)
-    if(sd[i] != 1) {
-      axis = static_cast<int>(i);
-      ++nonOne;
-    }
-  bool layoutOk = sd == zd && (nonOne == 0 || (nonOne == 1 && c.opset() >= 13));
-  if(!xOk || !zOk || !layoutOk) {
+  const ParamLayout p = paramLayout(c);
+  if(!xOk || !zOk || !p.ok) {
     std::string why = !xOk ? str("QuantizeLinear does not take ", xt, " x at opset ", c.opset())
                       : !zOk ? str("QuantizeLinear does not take ", zt, " zero points at opset ", c.opset())
-                      : sd != zd || nonOne > 1 ? str("QuantizeLinear has no form for scale ", c.inputShape(1),
-                                                     " and zero point ", c.inputShape(2), " on x ", xs)
-                                               : std::string("QuantizeLinear takes a scale per axis from opset 13");
+                      : p.scale != p.zeroPoint || p.nonOne > 1
+                          ? str("QuantizeLinear has no form for scale ", c.inputShape(1), " and zero point ",
+                                c.inputShape(2), " on x ", xs)
+                          : std::string("QuantizeLinear takes a scale per axis from opset 13");
     exportQuantizeComposite(c, why);
     return;
   }
-  Shape::Dims to;
-  if(nonOne) to.push_back(sd[static_cast<size_t>(axis)]);
-  std::string s = reshapeValue(c, c.input(1), c.inputShape(1), to, "scale");
-  std::string z = reshapeValue(c, c.input(2), c.inputShape(2), to, "zero_point");
-  OnnxAttrs attrs;
-  if(nonOne && axis != 1) attrs.emplace_back("axis", AttrValue(int64_t(axis)));
-  c.emit("QuantizeLinear", {c.input(0), s, z}, {c.output()}, attrs);
+  emitLinearQuant(c, "QuantizeLinear", p);
 }
 
 }  // namespace
@@ -386,31 +409,17 @@ namespace {
 // Everything else is written as Cast, Sub and Mul, which compute the same.
 void exportDequantizeLinear(OnnxExportCtx& c) {
   Type xt = c.inputType(0), st = c.inputType(1);
-  const Shape& xs = c.inputShape(0);
   bool xOk = xt == Type::int8 || xt == Type::uint8 || xt == Type::int32 ||
              ((xt == Type::int16 || xt == Type::uint16) && c.opset() >= 21);
   bool sOk = st == Type::float32 || ((st == Type::float16 || st == Type::bfloat16) && c.opset() >= 19);
-  Shape::Dims sd = alignedDims(c.inputShape(1), xs.rank()), zd = alignedDims(c.inputShape(2), xs.rank());
-  int axis = -1, nonOne = 0;
-  for(size_t i = 0; i < sd.size(); ++i)
-    if(sd[i] != 1) {
-      axis = static_cast<int>(i);
-      ++nonOne;
-    }
-  bool layoutOk = sd == zd && (nonOne == 0 || (nonOne == 1 && c.opset() >= 13));
-  if(!xOk || !sOk || !layoutOk) {
+  const ParamLayout p = paramLayout(c);
+  if(!xOk || !sOk || !p.ok) {
     std::string d = c.fresh("shifted");
     c.emit("Sub", {c.emitCast(c.input(0), st, "x_float"), c.emitCast(c.input(2), st, "zero_point_float")}, {d});
     c.emit("Mul", {d, c.input(1)}, {c.output()});
     return;
   }
-  Shape::Dims to;
-  if(nonOne) to.push_back(sd[static_cast<size_t>(axis)]);
-  std::string sc = reshapeValue(c, c.input(1), c.inputShape(1), to, "scale");
-  std::string z = reshapeValue(c, c.input(2), c.inputShape(2), to, "zero_point");
-  OnnxAttrs attrs;
-  if(nonOne && axis != 1) attrs.emplace_back("axis", AttrValue(int64_t(axis)));
-  c.emit("DequantizeLinear", {c.input(0), sc, z}, {c.output()}, attrs);
+  emitLinearQuant(c, "DequantizeLinear", p);
 }
 
 }  // namespace

@@ -144,34 +144,28 @@ bool current(const QConvState& s, const KernelCtx& c) {
          s.xType == c.in[kX]->type() && s.key == paramKey(c) && s.wZp == wZpOf(c);
 }
 
-// y = saturate(round(acc * S[m]) + y_zp), the product in float64 and
-// rounded half to even: adding and subtracting 1.5 * 2^52 leaves the
-// nearest integer (ties to even, the default rounding mode) for |v| < 2^51.
-// Clamping to the integer bounds first gives the same result (they are
-// integers) and keeps v in that range. Written as single comparisons so that
-// it vectorizes, unlike nearbyint.
+// v clamped to [lo, hi] (integers), then rounded half to even: adding and
+// subtracting 1.5 * 2^52 leaves the nearest integer (ties to even, the
+// default rounding mode) for |v| < 2^51, which the clamp ensures. Single
+// comparisons, so that loops over it vectorize, unlike nearbyint (libonyx
+// builds without -ffast-math).
+inline double roundClamped(double v, double lo, double hi) {
+  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
+  v = v < lo ? lo : v;
+  v = v > hi ? hi : v;
+  return (v + kMagic) - kMagic;
+}
+
+// y = saturate(round(acc * S[m]) + y_zp), the product in float64: a row of
+// one channel (factor f), or a channels-last row of every channel.
 template <class Y, class A>
 void requantizeRow(const A* a, Y* o, int64_t P, double f, double lo, double hi, int32_t zp) {
-  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52 (libonyx builds without -ffast-math)
-  for(int64_t p = 0; p < P; ++p) {
-    double v = double(a[p]) * f;
-    v = v < lo ? lo : v;
-    v = v > hi ? hi : v;
-    const double r = (v + kMagic) - kMagic;
-    o[p] = Y(int32_t(r) + zp);
-  }
+  for(int64_t p = 0; p < P; ++p) o[p] = Y(int32_t(roundClamped(double(a[p]) * f, lo, hi)) + zp);
 }
 
 template <class Y>
 void requantizeRowPerChannel(const float* a, Y* o, int64_t M, const double* f, double lo, double hi, int32_t zp) {
-  constexpr double kMagic = 6755399441055744.0;
-  for(int64_t m = 0; m < M; ++m) {
-    double v = double(a[m]) * f[m];
-    v = v < lo ? lo : v;
-    v = v > hi ? hi : v;
-    const double r = (v + kMagic) - kMagic;
-    o[m] = Y(int32_t(r) + zp);
-  }
+  for(int64_t m = 0; m < M; ++m) o[m] = Y(int32_t(roundClamped(double(a[m]) * f[m], lo, hi)) + zp);
 }
 
 template <class Y, class A>
@@ -418,11 +412,8 @@ void importQLinearConv(OnnxImportCtx& c) {
   if(!in[kXZp]) in[kXZp] = c.graph().scalar(0, x->value_type());
   if(!in[kWZp]) in[kWZp] = c.graph().scalar(0, w->value_type());
   if(!in[kYZp]) in[kYZp] = c.graph().scalar(0, x->value_type());
-  if(Expr b = optionalInput(c, kBias)) in.push_back(b);
-  ConvOptions o = importConvOptions(c, x, w);
-  c.setOutput(0, c.graph().make(kQLinearConv, in,
-                                {{"strides", attr(o.strides)}, {"dilations", attr(o.dilations)},
-                                 {"pads", attr(o.pads)}, {"group", attr(o.group)}}));
+  c.setOutput(0, qlinear_conv(in[kX], in[kXScale], in[kXZp], in[kW], in[kWScale], in[kWZp], in[kYScale], in[kYZp],
+                              optionalInput(c, kBias), importConvOptions(c, x, w)));
 }
 
 void exportQLinearConv(OnnxExportCtx& c) {

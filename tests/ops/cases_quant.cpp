@@ -15,14 +15,6 @@ using Xs = const std::vector<Expr>&;
 using Rs = const std::vector<Ref>&;
 
 
-// Round half to even, written out.
-double roundHalfEven(double v) {
-  double f = std::floor(v), r = v - f;
-  if(r < 0.5) return f;
-  if(r > 0.5) return f + 1;
-  return std::fmod(f, 2.0) == 0 ? f : f + 1;
-}
-
 // saturate(round(x / s) + zp) into [lo, hi], all three broadcast.
 Ref refQuantize(Rs x, double lo, double hi) {
   return refBroadcast(x, [lo, hi](const std::vector<double>& v) {

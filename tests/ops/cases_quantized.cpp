@@ -16,13 +16,6 @@ namespace {
 using Xs = const std::vector<Expr>&;
 using Rs = const std::vector<Ref>&;
 
-double roundHalfEven(double v) {
-  double f = std::floor(v), r = v - f;
-  if(r < 0.5) return f;
-  if(r > 0.5) return f + 1;
-  return std::fmod(f, 2.0) == 0 ? f : f + 1;
-}
-
 // x [N, C, H, W], the eight parameters of QLinearConv and an optional bias;
 // y saturated into [lo, hi].
 Ref refQConv(Rs in, const Geo& g, double lo, double hi) {

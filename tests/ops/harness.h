@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include <cmath>
+
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -69,6 +71,14 @@ inline InputSpec intValues(std::vector<int64_t> shape, std::vector<double> v) {
   s.integer = true;
   s.differentiable = false;
   return s;
+}
+
+// Round half to even, written out (ONNX's rounding for quantization).
+inline double roundHalfEven(double v) {
+  double f = std::floor(v), r = v - f;
+  if(r < 0.5) return f;
+  if(r > 0.5) return f + 1;
+  return std::fmod(f, 2.0) == 0 ? f : f + 1;
 }
 
 // Row-major multi-index <-> flat offset, for references written as loops.
