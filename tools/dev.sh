@@ -31,9 +31,10 @@ libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata grap
   # the Python package (python/, docs/python.md) beside the C++ build.
   python3 -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null ||
     python3 -m pip install -q "numpy<3" "onnx==1.23.2" "onnxruntime==1.31.1" pytest
-  # scikit-build-core: the test suite's `pip install .` (no build isolation).
-  python3 -c "import nanobind, scikit_build_core" 2>/dev/null ||
-    python3 -m pip install -q "nanobind==3.1.0" "scikit-build-core==1.1.2"
+  # scikit-build-core: the test suite's `pip install .` (no build isolation);
+  # build and auditwheel: its wheel and the check of the libraries it needs.
+  python3 -c "import nanobind, scikit_build_core, build, auditwheel" 2>/dev/null ||
+    python3 -m pip install -q "nanobind==3.1.0" "scikit-build-core==1.1.2" "build==1.3.0" "auditwheel==6.8.2"
   if [ "${1:-}" = test ] || [ "${1:-}" = bench ]; then
     python3 -c "import torch, onnxscript" 2>/dev/null ||
       python3 -m pip install -q "torch==2.15.0" "onnxscript==0.7.2"
