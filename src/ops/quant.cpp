@@ -5,8 +5,9 @@
 //
 // ONNX scale/zero-point layouts (per tensor, per axis, blocked) become
 // tensors that broadcast against x at import (alignQuantParam), so the op
-// itself only broadcasts. 8- and 16-bit integer types are supported; float8,
-// int4/uint4 and int2 targets are reported as unsupported at import.
+// itself only broadcasts. The ops take 8- to 64-bit integers; the storage
+// types (int4/uint4, int2/uint2, float8, float4e2m1) import as composites of
+// round, clip and cast (quantizeToStorage, importDequantizeLinear).
 #include <onyx/ops/quant.h>
 
 #include <algorithm>
@@ -187,27 +188,63 @@ void checkQuantTarget(OnnxImportCtx& c, Type t, const char* what) {
 
 namespace {
 
+// The storage-only targets of QuantizeLinear/DequantizeLinear (21+: int4,
+// uint4, float8 from 19, float4e2m1 23, int2/uint2 25). They import as
+// composites of round, clip and cast (src/ops/conversion.cpp converts these
+// types), computing what ONNX's reference computes.
+bool isStorageQuantType(Type t) {
+  switch(t) {
+    case Type::int4: case Type::uint4: case Type::int2: case Type::uint2:
+    case Type::float8e4m3fn: case Type::float8e4m3fnuz: case Type::float8e5m2: case Type::float8e5m2fnuz:
+    case Type::float4e2m1: return true;
+    default: return false;
+  }
+}
+
+// x / scale (already aligned, in the division's type) quantized to t:
+// integers round half to even, add the zero point and clip to t's range;
+// float8 targets add the zero point (0 in valid models) and cast with
+// `saturate`; float4e2m1 (no inf or NaN) always saturates.
+Expr quantizeToStorage(Expr scaled, Expr zp, Type t, bool saturate) {
+  const Type ft = scaled->value_type();
+  if(isSmallFloat(t)) return cast(scaled + cast(zp, ft), t, t == Type::float4e2m1 || saturate);
+  const int bits = typeBits(t);
+  const bool isSigned = t == Type::int4 || t == Type::int2;
+  const double lo = isSigned ? -std::ldexp(1.0, bits - 1) : 0.0;
+  const double hi = isSigned ? std::ldexp(1.0, bits - 1) - 1 : std::ldexp(1.0, bits) - 1;
+  // float64 from the rounding on: the sum of a rounded quotient and a small
+  // zero point is then exact (numpy adds them in int32).
+  return cast(clip(cast(round(scaled), Type::float64) + cast(zp, Type::float64), lo, hi), t);
+}
+
 // QuantizeLinear 10 (per tensor), 13 (axis), 19 (saturate, for float8), 21
 // (block_size, output_dtype), 23 (precision).
 void importQuantizeLinear(OnnxImportCtx& c) {
   Expr x = c.input(0), scale = c.input(1);
   int64_t axis = c.attrInt("axis", 1), block = c.attrInt("block_size", 0);
-  c.attrInt("saturate", 1);  // only float8 targets saturate optionally; integers always do
+  const bool saturate = c.attrInt("saturate", 1) != 0;  // only float8 targets saturate optionally
   Type outType = static_cast<Type>(c.attrInt("output_dtype", 0));
   Type precision = static_cast<Type>(c.attrInt("precision", 0));
   bool hasZp = c.numInputs() > 2 && c.hasInput(2);
   Type zt = hasZp ? c.input(2)->value_type() : (outType == Type::undefined ? Type::uint8 : outType);
   c.check(!hasZp || outType == Type::undefined || outType == zt, "output_dtype ", outType,
           " differs from the zero point's type ", zt);
-  checkQuantTarget(c, zt, "the quantized type");
+  if(!isStorageQuantType(zt)) checkQuantTarget(c, zt, "the quantized type");
   // An integer x (int32) divides in float64, as numpy does; `precision`
   // names the type of the division.
   Type ft = precision != Type::undefined ? precision : isFloat(x->value_type()) ? x->value_type() : Type::float64;
   c.check(isFloat(ft), "cannot quantize x of element type ", x->value_type());
   x = cast(x, ft);
   scale = cast(scale, ft);
-  Expr zp = hasZp ? c.input(2) : c.graph().scalar(0, zt);
   const Shape& xs = x->shape();
+  if(isStorageQuantType(zt)) {
+    Expr s = alignQuantParam(c, scale, xs, axis, block, "y_scale");
+    Expr z = hasZp ? alignQuantParam(c, cast(c.input(2), Type::float64), xs, axis, block, "y_zero_point")
+                   : c.graph().scalar(0, Type::float64);
+    c.setOutput(0, quantizeToStorage(x / s, z, zt, saturate));
+    return;
+  }
+  Expr zp = hasZp ? c.input(2) : c.graph().scalar(0, zt);
   c.setOutput(0, quantize_linear(x, alignQuantParam(c, scale, xs, axis, block, "y_scale"),
                                  alignQuantParam(c, zp, xs, axis, block, "y_zero_point")));
 }
@@ -218,13 +255,23 @@ void importDequantizeLinear(OnnxImportCtx& c) {
   Expr x = c.input(0), scale = c.input(1);
   int64_t axis = c.attrInt("axis", 1), block = c.attrInt("block_size", 0);
   Type outType = static_cast<Type>(c.attrInt("output_dtype", 0));
-  checkQuantTarget(c, x->value_type(), "x");
+  const Type xt = x->value_type();
+  if(!isStorageQuantType(xt)) checkQuantTarget(c, xt, "x");
   Type ft = outType != Type::undefined ? outType : scale->value_type();
   c.check(isFloat(ft), "the output type ", ft, " is not a float type");
   const Shape& xs = x->shape();
-  Expr zp = c.numInputs() > 2 && c.hasInput(2) ? c.input(2) : c.graph().scalar(0, x->value_type());
-  c.check(zp->value_type() == x->value_type(), "x_zero_point has element type ", zp->value_type(), " but x has ",
-          x->value_type());
+  const bool hasZp = c.numInputs() > 2 && c.hasInput(2);
+  if(hasZp)
+    c.check(c.input(2)->value_type() == xt, "x_zero_point has element type ", c.input(2)->value_type(), " but x has ", xt);
+  if(isStorageQuantType(xt)) {
+    // As ONNX's reference: x - zero point in float32 (exact for the small
+    // integers and floats), times the scale in float32, then the output type.
+    Expr d = cast(x, Type::float32);
+    if(hasZp) d = d - alignQuantParam(c, cast(c.input(2), Type::float32), xs, axis, block, "x_zero_point");
+    c.setOutput(0, cast(d * cast(alignQuantParam(c, scale, xs, axis, block, "x_scale"), Type::float32), ft));
+    return;
+  }
+  Expr zp = hasZp ? c.input(2) : c.graph().scalar(0, xt);
   c.setOutput(0, dequantize_linear(x, cast(alignQuantParam(c, scale, xs, axis, block, "x_scale"), ft),
                                    alignQuantParam(c, zp, xs, axis, block, "x_zero_point")));
 }
