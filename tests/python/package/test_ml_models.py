@@ -52,8 +52,9 @@ def check_same(model, feeds, rtol=1e-5, atol=1e-6):
 
 def sklearn_models():
     from sklearn.datasets import make_classification, make_regression
-    from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor, RandomForestClassifier,
-                                  RandomForestRegressor)
+    from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
+                                  HistGradientBoostingClassifier, HistGradientBoostingRegressor,
+                                  RandomForestClassifier, RandomForestRegressor)
     from sklearn.linear_model import LinearRegression, LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MinMaxScaler, Normalizer, StandardScaler
@@ -62,6 +63,11 @@ def sklearn_models():
     x2, y2 = make_classification(300, 6, random_state=1)
     xr, yr = make_regression(300, 6, random_state=0)
     ys = np.array(["cat", "dog", "eel"])[y3]
+    # Missing values, which HistGradientBoosting routes by its learnt
+    # direction (the converter writes it as BRANCH_*'s missing-value flags).
+    nan3, nan2, nanr = x3.copy(), x2.copy(), xr.copy()
+    for a in (nan3, nan2, nanr):
+        a[np.random.default_rng(0).random(a.shape) < 0.15] = np.nan
     return {
         "scaler_logreg": (make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)), x3, y3),
         "logreg_binary": (LogisticRegression(), x2, y2),
@@ -75,16 +81,40 @@ def sklearn_models():
         "gradient_boosting": (GradientBoostingClassifier(n_estimators=8, random_state=0), x3, y3),
         "gradient_boosting_binary": (GradientBoostingClassifier(n_estimators=8, random_state=0), x2, y2),
         "gradient_boosting_regressor": (GradientBoostingRegressor(n_estimators=12, random_state=0), xr, yr),
+        "hist_gradient_boosting": (HistGradientBoostingClassifier(max_iter=10, random_state=0), nan3, y3),
+        "hist_gradient_boosting_binary": (HistGradientBoostingClassifier(max_iter=10, random_state=0), nan2, y2),
+        "hist_gradient_boosting_regressor": (HistGradientBoostingRegressor(max_iter=12, random_state=0), nanr, yr),
     }
 
 
 SKLEARN = sorted(sklearn_models())
 
 
+def bools_as_ints(monkeypatch):
+    """skl2onnx 1.20 writes HistGradientBoosting's missing-value flags as a
+    list mixing numpy uint8 and Python bools (False for leaves), which onnx's
+    make_node refuses (an AttributeProto's ints): the flags are passed on as
+    0/1, which is what the converter means (nodes_missing_value_tracks_true)."""
+    from skl2onnx.common import _container
+
+    make_node = _container.make_node
+
+    def fixed(*args, **attrs):
+        for k, v in attrs.items():
+            if (isinstance(v, (list, tuple)) and any(isinstance(e, (bool, np.bool_)) for e in v)
+                    and all(isinstance(e, (bool, int, np.bool_, np.integer)) for e in v)):
+                attrs[k] = [int(e) for e in v]
+        return make_node(*args, **attrs)
+
+    monkeypatch.setattr(_container, "make_node", fixed)
+
+
 @pytest.mark.parametrize("name", SKLEARN)
-def test_sklearn_models_match_onnxruntime(name):
+def test_sklearn_models_match_onnxruntime(name, monkeypatch):
     from skl2onnx import to_onnx
 
+    if name.startswith("hist_"):
+        bools_as_ints(monkeypatch)
     est, x, y = sklearn_models()[name]
     x = x.astype(np.float32)
     with warnings.catch_warnings():
@@ -581,8 +611,8 @@ def library_models():
     return {
         "extra_trees": (ExtraTreesClassifier(10, max_depth=6, random_state=0), x3, y3),
         "extra_trees_regressor": (ExtraTreesRegressor(10, max_depth=6, random_state=0), xr, yr),
-        # HistGradientBoosting*: skl2onnx 1.20 fails to convert them with numpy 2.4 (a bool attribute
-        # list it cannot type), so they are not here.
+        # HistGradientBoosting* (with missing values) are in sklearn_models, converted with
+        # bools_as_ints.
         "knn": (KNeighborsClassifier(5), x3, y3),
         "knn_regressor": (KNeighborsRegressor(5), xr, yr),
         "kmeans": (KMeans(4, n_init=3, random_state=0), x3, None),
