@@ -90,6 +90,11 @@ struct Flat {
   };
   std::vector<NF> small;
   std::vector<int64_t> roots;
+  std::vector<int32_t> depth;  // by tree: the most branch nodes on a walk from its root
+  // By tree: whether its leaves lie at about the same depth (the mean leaf
+  // depth at least 80% of the deepest), so that walks in lockstep waste few
+  // steps (random forests; LightGBM's leaf-wise trees are not).
+  std::vector<char> balanced;
   std::vector<std::pair<int64_t, double>> weights;  // (output, value) by leaf
   std::vector<double> base;
   int64_t outputs = 1;
@@ -163,6 +168,33 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
       f->small.push_back({static_cast<float>(d.threshold), d.mode == 6 ? d.wBegin : d.feature,
                           d.mode == 6 ? d.wEnd : d.child[1], d.mode, d.missingTrue});
   for(int64_t r : a.ints("roots")) f->roots.push_back(newIndex[static_cast<size_t>(r)]);
+  // Depths, from the leaves up: in the depth-first layout every child comes
+  // after its parent.
+  std::vector<int32_t> below(f->nodes.size(), 0);
+  for(size_t j = f->nodes.size(); j-- > 0;) {
+    const Flat::N& d = f->nodes[j];
+    if(d.mode != 6)
+      below[j] = 1 + std::max(below[static_cast<size_t>(d.child[0])], below[static_cast<size_t>(d.child[1])]);
+  }
+  for(int64_t r : f->roots) {
+    f->depth.push_back(below[static_cast<size_t>(r)]);
+    // Leaf depths of this tree (its nodes are contiguous from the root).
+    double leaves = 0, sum = 0;
+    std::vector<std::pair<size_t, int32_t>> walk{{static_cast<size_t>(r), 0}};
+    while(!walk.empty()) {
+      auto [j, d] = walk.back();
+      walk.pop_back();
+      const Flat::N& nd = f->nodes[j];
+      if(nd.mode == 6) {
+        leaves += 1;
+        sum += d;
+      } else {
+        walk.push_back({static_cast<size_t>(nd.child[0]), d + 1});
+        walk.push_back({static_cast<size_t>(nd.child[1]), d + 1});
+      }
+    }
+    f->balanced.push_back(sum >= 0.8 * leaves * f->depth.back());
+  }
   f->base = a.floats("base_values");
   f->outputs = a.i("outputs");
   f->aggregate = static_cast<int>(a.i("aggregate"));
@@ -190,7 +222,9 @@ inline bool goesTrue(int mode, bool missingTrue, V v, V threshold) {
     case 4: t = v == threshold; break;
     default: t = v != threshold; break;
   }
-  return t || (Missing && missingTrue && std::isnan(v));
+  // Bitwise, not short-circuit: no branch on the data.
+  if constexpr(Missing) return t | (missingTrue & (v != v));
+  else return t;
 }
 
 template <int Mode, bool Missing, class T>
@@ -203,19 +237,6 @@ const Flat::N& leafOf(const Flat& f, const T* row, int64_t root) {
     n = &nodes[n->child[t ? 1 : 0]];
   }
   return *n;
-}
-
-// leafOf over the 16-byte nodes: the leaf's weight range.
-template <int Mode, bool Missing>
-std::pair<int32_t, int32_t> leafOfSmall(const Flat& f, const float* row, int64_t root) {
-  const Flat::NF* nodes = f.small.data();
-  const Flat::NF* n = &nodes[root];
-  while(n->mode != 6) {
-    const float v = row[n->a];
-    const bool t = goesTrue<Mode, Missing>(n->mode, n->missingTrue, v, n->threshold);
-    n = t ? &nodes[n->b] : n + 1;
-  }
-  return {n->a, n->b};
 }
 
 // One row of a regressor: aggregate, base values, post transform (as the
@@ -303,61 +324,177 @@ void finishClassifier(const Flat& f, double* s, char* has, double* o) {
   o[2] = static_cast<double>(idx);
 }
 
+// Adds a leaf's weights [wBegin, wEnd) to one row's scores s and flags has
+// (outputs entries each): summed for classifiers and SUM/AVERAGE, the
+// smallest or largest for MIN/MAX.
+inline void addLeaf(const Flat& f, int64_t wBegin, int64_t wEnd, double* s, char* has) {
+  for(int64_t w = wBegin; w < wEnd; ++w) {
+    const auto& [k, v] = f.weights[static_cast<size_t>(w)];
+    double& a = s[k];
+    char& h = has[k];
+    if(f.classifier || f.aggregate <= 1) a += v;
+    else if(f.aggregate == 2) a = h && a < v ? a : v;
+    else a = h && a > v ? a : v;
+    h = 1;
+  }
+}
+
+// The leaves reached by kLanes walks over the 16-byte nodes (walk l: row
+// rows[l] from root roots[l]), advanced in lockstep: each walk is a chain of
+// dependent loads, and independent chains overlap in the CPU where one walk
+// at a time waits on each load.
+constexpr int kLanes = 8;
+
+template <int Mode, bool Missing>
+inline void walkLanes(const Flat::NF* nodes, const float* const* rows, const int64_t* roots, int32_t steps,
+                      const Flat::NF** leaf) {
+  const Flat::NF* p[kLanes];
+  for(int l = 0; l < kLanes; ++l) p[l] = nodes + roots[l];
+  // `steps` is the deepest walk's length: a walk that reaches its leaf
+  // earlier stays there (a leaf's `a` is not a feature, so it reads feature 0).
+  for(int32_t d = 0; d < steps; ++d)
+    for(int l = 0; l < kLanes; ++l) {
+      const Flat::NF* n = p[l];
+      const bool isLeaf = n->mode == 6;
+      const bool t = goesTrue<Mode, Missing>(n->mode, n->missingTrue, rows[l][isLeaf ? 0 : n->a], n->threshold);
+      const Flat::NF* next = t ? nodes + n->b : n + 1;
+      p[l] = isLeaf ? n : next;
+    }
+  for(int l = 0; l < kLanes; ++l) leaf[l] = p[l];
+}
+
+// Adds trees [t0, t1) of the ensemble, for rows [0, rows) of x (F features
+// each), into s / has (rows x outputs). Many rows: each tree takes the rows
+// in groups of kLanes (the tree stays in cache); few rows: each row takes
+// the trees in groups of kLanes.
+template <int Mode, bool Missing, class T>
+void scoreTrees(const Flat& f, const T* x, int64_t rows, int64_t F, int64_t t0, int64_t t1, double* s, char* has) {
+  const int64_t K = f.outputs;
+  if constexpr(std::is_same<T, float>::value) {
+    if(!f.small.empty()) {
+      const Flat::NF* nodes = f.small.data();
+      const float* rp[kLanes];
+      int64_t roots[kLanes];
+      const Flat::NF* leaf[kLanes];
+      if(rows >= kLanes) {
+        for(int64_t j = t0; j < t1; ++j) {
+          const int64_t root = f.roots[static_cast<size_t>(j)];
+          if(!f.balanced[static_cast<size_t>(j)]) {
+            // Walks of unequal lengths: one row at a time (lockstep lanes
+            // would all walk as deep as the deepest leaf).
+            for(int64_t i = 0; i < rows; ++i) {
+              const Flat::NF* n = nodes + root;
+              const float* row = x + i * F;
+              while(n->mode != 6) {
+                const bool t = goesTrue<Mode, Missing>(n->mode, n->missingTrue, row[n->a], n->threshold);
+                n = t ? nodes + n->b : n + 1;
+              }
+              addLeaf(f, n->a, n->b, s + i * K, has + i * K);
+            }
+            continue;
+          }
+          for(int64_t i0 = 0; i0 < rows; i0 += kLanes) {
+            const int m = static_cast<int>(std::min<int64_t>(kLanes, rows - i0));
+            for(int l = 0; l < kLanes; ++l) {  // lanes past the rows repeat the first (ignored)
+              rp[l] = x + (i0 + (l < m ? l : 0)) * F;
+              roots[l] = root;
+            }
+            walkLanes<Mode, Missing>(nodes, rp, roots, f.depth[static_cast<size_t>(j)], leaf);
+            for(int l = 0; l < m; ++l) addLeaf(f, leaf[l]->a, leaf[l]->b, s + (i0 + l) * K, has + (i0 + l) * K);
+          }
+        }
+      } else {
+        for(int64_t i = 0; i < rows; ++i)
+          for(int64_t j0 = t0; j0 < t1; j0 += kLanes) {
+            const int m = static_cast<int>(std::min<int64_t>(kLanes, t1 - j0));
+            int32_t steps = 0;
+            for(int l = 0; l < kLanes; ++l) {  // lanes past the trees repeat the first (ignored)
+              const size_t j = static_cast<size_t>(j0 + (l < m ? l : 0));
+              rp[l] = x + i * F;
+              roots[l] = f.roots[j];
+              steps = std::max(steps, f.depth[j]);
+            }
+            walkLanes<Mode, Missing>(nodes, rp, roots, steps, leaf);
+            for(int l = 0; l < m; ++l) addLeaf(f, leaf[l]->a, leaf[l]->b, s + i * K, has + i * K);
+          }
+      }
+      return;
+    }
+  }
+  for(int64_t j = t0; j < t1; ++j)
+    for(int64_t i = 0; i < rows; ++i) {
+      const Flat::N& leaf = leafOf<Mode, Missing>(f, x + i * F, f.roots[static_cast<size_t>(j)]);
+      addLeaf(f, leaf.wBegin, leaf.wEnd, s + i * K, has + i * K);
+    }
+}
+
+// Rows [0, rows) of scores s / has finished (aggregate, base values, post
+// transform, the label's index) into y (width entries a row).
+template <class T>
+void finishRows(const Flat& f, int64_t rows, double* s, char* has, T* y) {
+  const int64_t K = f.outputs, width = f.classifier ? K + 1 : K;
+  std::vector<double> o(static_cast<size_t>(width));
+  for(int64_t i = 0; i < rows; ++i) {
+    double* si = s + i * K;
+    char* hi = has + i * K;
+    if(f.classifier) {
+      finishClassifier(f, si, hi, o.data());
+    } else {
+      std::copy(si, si + K, o.begin());
+      finishRegressor(f, o.data(), hi);
+    }
+    for(int64_t k = 0; k < width; ++k) y[i * width + k] = static_cast<T>(o[static_cast<size_t>(k)]);
+  }
+}
+
 template <int Mode, bool Missing, class T>
 void evaluateAs(const Flat& f, const T* x, int64_t N, int64_t F, T* y) {
   const int64_t K = f.outputs, width = f.classifier ? K + 1 : K;
-  const int64_t work = N * static_cast<int64_t>(f.roots.size()) * 8;
+  const int64_t trees = static_cast<int64_t>(f.roots.size());
+  const int64_t work = N * trees * 8;
   constexpr int64_t kBlock = 64;  // rows walked through one tree before the next (the tree stays in cache)
-  host::parallelFor((N + kBlock - 1) / kBlock, work, [&](int64_t lo, int64_t hi) {
-    std::vector<double> s(static_cast<size_t>(kBlock * K)), o(static_cast<size_t>(width));
-    std::vector<char> has(static_cast<size_t>(kBlock * K));
-    for(int64_t blk = lo; blk < hi; ++blk) {
-      const int64_t r0 = blk * kBlock, rows = std::min(kBlock, N - r0);
-      std::fill(s.begin(), s.end(), 0.0);
-      std::fill(has.begin(), has.end(), 0);
-      for(int64_t root : f.roots)
-        for(int64_t i = 0; i < rows; ++i) {
-          int64_t wBegin, wEnd;
-          if constexpr(std::is_same<T, float>::value) {
-            if(!f.small.empty()) {
-              auto range = leafOfSmall<Mode, Missing>(f, x + (r0 + i) * F, root);
-              wBegin = range.first;
-              wEnd = range.second;
-            } else {
-              const Flat::N& leaf = leafOf<Mode, Missing>(f, x + (r0 + i) * F, root);
-              wBegin = leaf.wBegin;
-              wEnd = leaf.wEnd;
-            }
-          } else {
-            const Flat::N& leaf = leafOf<Mode, Missing>(f, x + (r0 + i) * F, root);
-            wBegin = leaf.wBegin;
-            wEnd = leaf.wEnd;
-          }
-          double* si = s.data() + i * K;
-          char* hi2 = has.data() + i * K;
-          for(int64_t w = wBegin; w < wEnd; ++w) {
-            const auto& [k, v] = f.weights[static_cast<size_t>(w)];
-            double& a = si[k];
-            char& h = hi2[k];
-            if(f.classifier || f.aggregate <= 1) a += v;
-            else if(f.aggregate == 2) a = h && a < v ? a : v;
-            else a = h && a > v ? a : v;
-            h = 1;
-          }
-        }
-      for(int64_t i = 0; i < rows; ++i) {
-        double* si = s.data() + i * K;
-        char* hi2 = has.data() + i * K;
-        if(f.classifier) {
-          finishClassifier(f, si, hi2, o.data());
-        } else {
-          std::copy(si, si + K, o.begin());
-          finishRegressor(f, o.data(), hi2);
-        }
-        for(int64_t k = 0; k < width; ++k) y[(r0 + i) * width + k] = static_cast<T>(o[static_cast<size_t>(k)]);
+  if(N > kBlock) {
+    // Blocks of rows in parallel, each through every tree in order.
+    host::parallelFor((N + kBlock - 1) / kBlock, work, [&](int64_t lo, int64_t hi) {
+      std::vector<double> s(static_cast<size_t>(kBlock * K));
+      std::vector<char> has(static_cast<size_t>(kBlock * K));
+      for(int64_t blk = lo; blk < hi; ++blk) {
+        const int64_t r0 = blk * kBlock, rows = std::min(kBlock, N - r0);
+        std::fill(s.begin(), s.end(), 0.0);
+        std::fill(has.begin(), has.end(), 0);
+        scoreTrees<Mode, Missing>(f, x + r0 * F, rows, F, 0, trees, s.data(), has.data());
+        finishRows(f, rows, s.data(), has.data(), y + r0 * width);
       }
-    }
+    });
+    return;
+  }
+  // Few rows: chunks of trees in parallel, each into its own partial
+  // scores, which are then combined in chunk order (the same sums whatever
+  // the thread count).
+  constexpr int64_t kChunk = 16;
+  const int64_t chunks = std::max<int64_t>(1, (trees + kChunk - 1) / kChunk);
+  const size_t per = static_cast<size_t>(N * K);
+  std::vector<double> part(per * static_cast<size_t>(chunks), 0.0);
+  std::vector<char> partHas(per * static_cast<size_t>(chunks), 0);
+  host::parallelFor(chunks, work, [&](int64_t lo, int64_t hi) {
+    for(int64_t c = lo; c < hi; ++c)
+      scoreTrees<Mode, Missing>(f, x, N, F, c * kChunk, std::min(trees, (c + 1) * kChunk),
+                                part.data() + per * static_cast<size_t>(c), partHas.data() + per * static_cast<size_t>(c));
   });
+  std::vector<double> s(per, 0.0);
+  std::vector<char> has(per, 0);
+  for(int64_t c = 0; c < chunks; ++c)
+    for(size_t e = 0; e < per; ++e) {
+      const size_t pe = per * static_cast<size_t>(c) + e;
+      if(!partHas[pe]) continue;
+      const double v = part[pe];
+      double& a = s[e];
+      if(f.classifier || f.aggregate <= 1) a += v;
+      else if(f.aggregate == 2) a = has[e] && a < v ? a : v;
+      else a = has[e] && a > v ? a : v;
+      has[e] = 1;
+    }
+  finishRows(f, N, s.data(), has.data(), y);
 }
 
 template <class T>

@@ -129,6 +129,42 @@ def test_sklearn_models_match_onnxruntime(name, monkeypatch):
         assert got[0].tolist() == est.predict(x[:40]).tolist()
 
 
+@pytest.mark.parametrize("n", [1, 5, 40, 200])
+def test_tree_walks_of_every_batch_size(n):
+    """tree_ensemble walks blocks of rows through each tree (more than 64
+    rows), chunks of trees for few rows, 8 walks in lockstep where a tree's
+    leaves lie at about one depth (a random forest) and one at a time where
+    they do not (LightGBM's leaf-wise trees), with NaN routed by the missing
+    flags: every batch size matches onnxruntime, and each row alone gives
+    its row of the batch."""
+    lightgbm = pytest.importorskip("lightgbm")  # installed by the test command: never skipped in CI
+    import onnxmltools
+    from onnxmltools.convert.common.data_types import FloatTensorType
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import RandomForestClassifier
+    from skl2onnx import to_onnx
+
+    x, y = make_classification(400, 8, n_informative=5, n_classes=3, random_state=2)
+    x = x.astype(np.float32)
+    xn = x.copy()
+    xn[np.random.default_rng(1).random(x.shape) < 0.1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rf = RandomForestClassifier(37, max_depth=7, random_state=0).fit(x, y)
+        lg = lightgbm.LGBMClassifier(n_estimators=13, num_leaves=15, verbose=-1).fit(xn, y)
+    models = [(to_onnx(rf, x[:1], target_opset={"": 17, ML: 3}, options={id(rf): {"zipmap": False}}), x),
+              (onnxmltools.convert_lightgbm(lg, initial_types=[("input", FloatTensorType([None, 8]))],
+                                            target_opset=15, zipmap=False), xn)]
+    for model, data in models:
+        name = model.graph.input[0].name
+        got = check_same(model, {name: data[:n]}, rtol=1e-5, atol=1e-5)
+        sess = onyx.InferenceSession(model.SerializeToString())
+        for i in range(0, n, max(1, n // 7)):
+            one = sess.run(None, {name: data[i:i + 1]})
+            assert one[0][0] == got[0][i]
+            np.testing.assert_allclose(one[1][0], got[1][i], rtol=1e-6, atol=1e-7)
+
+
 def test_lightgbm_models_match_onnxruntime():
     lightgbm = pytest.importorskip("lightgbm")  # installed by the test command: never skipped in CI
     import onnxmltools
