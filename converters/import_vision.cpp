@@ -61,10 +61,10 @@ ONYX_ONNX_IMPORT(kOnnxNms, "NonMaxSuppression", 10).importer([](OnnxImportCtx& c
 
 // ImageDecoder (opset 20): the encoded bytes (uint8 1-D) decoded to uint8
 // [H, W, 3] (pixel_format RGB or BGR) or [H, W, 1] (Grayscale: ITU-R 601
-// luma, rounded, as PIL's "L"). Decoded: BMP (uncompressed), PNM and PNG
-// (not interlaced; alpha dropped, 16-bit samples keep their high byte);
-// JPEG, JPEG 2000, TIFF and WebP need codec libraries Onyx does not link,
-// and are an import error naming the format.
+// luma in PIL's fixed point, which is PIL's "L"). io::decodeImage gives what
+// ONNX's reference (PIL) gives for BMP, PNM, PNG, JPEG, TIFF, WebP and JPEG
+// 2000, each of the last five when its library was found at build time; a
+// format without one, or a corrupt file, is an import error naming it.
 ONYX_ONNX_IMPORT(kOnnxImageDecoder, "ImageDecoder", 20).importer([](OnnxImportCtx& c) {
   Tensor t = c.value(0);
   std::string fmt = c.attrString("pixel_format", "RGB");

@@ -15,7 +15,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 deps() {
-  local pkgs="build-essential cmake ccache libopenblas-openmp-dev libdnnl-dev libsleef-dev libomp-dev zlib1g-dev libgtest-dev libgmock-dev \
+  local pkgs="build-essential cmake ccache pkgconf libopenblas-openmp-dev libdnnl-dev libsleef-dev libomp-dev zlib1g-dev libgtest-dev libgmock-dev \
+libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev \
 libcli11-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata graphviz python3 python3-pip"
   local missing=""
   for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
