@@ -178,6 +178,88 @@ struct Divisors {
   }
 };
 
+// 2-D max pooling of float32 with an undilated window, one output row at a
+// time: the window's rows are first reduced element-wise over the full
+// input width (unit-stride loops), then each output reduces its window
+// along that row. The maximum of the same taps (NaN propagates, as
+// poolRows); compiled twice, for AVX2 and for the baseline, and picked at
+// run time.
+struct MaxRowsArgs {
+  const float* x;
+  float* y;
+  const PoolGeom* p;
+  int64_t rb, re;
+  const int64_t *lo, *hi;  // by tap along the row: the outputs [lo, hi) it reaches in range
+};
+
+__attribute__((always_inline)) inline void maxPool2dRows(const MaxRowsArgs& a, float* vm) {
+  const Geom& g = a.p->g;
+  const int64_t W = g.pos[2], IW = g.img[2], s2 = g.s[2];
+  for(int64_t r = a.rb; r < a.re; ++r) {
+    const int64_t pl = r / g.pos[1], o1 = r % g.pos[1];
+    const float* xp = a.x + pl * g.imgSize;
+    bool first = true;
+    for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
+      if(i1 < 0 || i1 >= g.img[1]) continue;
+      const float* row = xp + i1 * IW;
+      if(first) {
+        for(int64_t i = 0; i < IW; ++i) vm[i] = row[i];
+        first = false;
+        continue;
+      }
+      for(int64_t i = 0; i < IW; ++i) {
+        const float v = row[i], m = vm[i];
+        vm[i] = (v > m || v != v) ? v : m;
+      }
+    }
+    float* out = a.y + r * W;
+    if(first) {  // no row of the window in range (not reached: pads < kernel)
+      for(int64_t o2 = 0; o2 < W; ++o2) out[o2] = -std::numeric_limits<float>::infinity();
+      continue;
+    }
+    // Along the row, a tap at a time over the outputs it reaches (as poolRows).
+    for(int64_t o2 = 0; o2 < W; ++o2) out[o2] = -std::numeric_limits<float>::infinity();
+    for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+      const float* src = vm + k2 - g.pb[2];
+      for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) {
+        const float v = src[o2 * s2], m = out[o2];
+        out[o2] = (v > m || v != v) ? v : m;
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2"))) void maxPool2dRowsAvx2(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
+void maxPool2dRowsBase(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
+
+// Whether maxPool2d takes this pool: 2-D (the first of the 3 axes unused)
+// with dilation 1 along the rows.
+bool maxPool2dFits(const PoolGeom& p) {
+  const Geom& g = p.g;
+  return g.img[0] == 1 && g.k[0] == 1 && g.pos[0] == 1 && g.d[2] == 1 && g.img[2] > 0;
+}
+
+void maxPool2d(const float* x, float* y, const PoolGeom& p) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const Geom& g = p.g;
+  const int64_t rows = p.planes * g.pos[1];
+  std::vector<int64_t> lo(size_t(g.k[2])), hi(size_t(g.k[2]));
+  for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {  // o2 * s + k2 - pb in [0, img)
+    const int64_t off = k2 - g.pb[2];
+    const int64_t a = off >= 0 ? 0 : (-off + g.s[2] - 1) / g.s[2];
+    const int64_t b = g.img[2] - off <= 0 ? 0 : (g.img[2] - off - 1) / g.s[2] + 1;
+    lo[size_t(k2)] = std::min(a, g.pos[2]);
+    hi[size_t(k2)] = std::max(lo[size_t(k2)], std::min(b, g.pos[2]));
+  }
+  host::parallelFor(rows, rows * g.pos[2] * g.kSize, [&](int64_t rb, int64_t re) {
+    std::vector<float> vm(static_cast<size_t>(g.img[2]));
+    const MaxRowsArgs a{x, y, &p, rb, re, lo.data(), hi.data()};
+    if(avx2) maxPool2dRowsAvx2(a, vm.data());
+    else maxPool2dRowsBase(a, vm.data());
+  });
+}
+
 // The pools of float and double values, a row of outputs at a time: for each
 // tap of the window the in-range outputs of the row (a range per tap along
 // the last axis, worked out once) take that tap's input in one tight loop
@@ -396,7 +478,10 @@ ONYX_OP(kMaxPool, "max_pool")
       PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
       dispatchNumeric(c.out.type(), "max_pool", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr(std::is_same<T, float>::value || std::is_same<T, double>::value)
+        if constexpr(std::is_same<T, float>::value) {
+          if(maxPool2dFits(p)) maxPool2d(c.in[0]->data<T>(), c.out.data<T>(), p);
+          else poolRows<T, true>(c.in[0]->data<T>(), c.out.data<T>(), p, nullptr);
+        } else if constexpr(std::is_same<T, double>::value)
           poolRows<T, true>(c.in[0]->data<T>(), c.out.data<T>(), p, nullptr);
         else
           maxPoolKernel<T>(*c.in[0], &c.out, nullptr, p, 0);

@@ -144,6 +144,12 @@ void avgPoolGradCase(const char* name, V xs, PoolGeo p) {
   maxPoolCase("2d_k3_s2_pad1", {1, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}});
   maxPoolCase("2d_ceil", {1, 1, 4, 4}, {{3, 3}, {2, 2}, {}, {}, true});
   maxPoolCase("2d_dilation", {1, 2, 5, 4}, {{2, 2}, {1, 1}, {}, {2, 1}});
+  // The float32 kernel reduces window rows first, then along the row; these
+  // take it with rows wider than a vector, asymmetric pads and ceil_mode,
+  // and a dilation along the row (the other kernel).
+  maxPoolCase("2d_wide_rows_asym_pads", {1, 3, 6, 37}, {{3, 3}, {2, 2}, {0, 1, 1, 2}, {}});
+  maxPoolCase("2d_wide_rows_ceil", {2, 2, 7, 19}, {{3, 2}, {2, 3}, {1, 0, 0, 1}, {}, true});
+  maxPoolCase("2d_row_dilation", {1, 2, 5, 9}, {{2, 3}, {1, 2}, {}, {1, 2}});
   maxPoolCase("1d", {2, 2, 7}, {{3}, {2}, {0, 1}, {}});
   maxPoolCase("3d", {1, 1, 3, 4, 4}, {{2, 2, 2}, {1, 2, 2}, {}, {}});
   maxPoolIndicesCase("2d_pads_rowmajor", {2, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}}, 0);
