@@ -5,7 +5,8 @@
 #   tools/dev.sh sanitize  the tools built with ASan + UBSan (build-asan, CUDA
 #                       off) run ONNX's node tests, the CLI checks, the fuzz
 #                       regressions and a fixed fuzz run (FUZZ_RUNS, default
-#                       600); any sanitizer report fails it (docs/security.md)
+#                       600); then the server tests under TSan (build-tsan);
+#                       any sanitizer report fails it (docs/security.md)
 #   tools/dev.sh bench [ARGS]  install deps (+ torchvision), build, run
 #                       tools/bench_vs_ort.py ARGS (docs/performance.md)
 # BUILD_DIR (default: build) and JOBS (default: nproc) can be overridden.
@@ -114,6 +115,9 @@ case "${1:-}" in
   sanitize)
     deps test
     export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+    # -g builds: without this ccache hashes the working directory, so a clone
+    # at another path (CI) would start cold.
+    export CCACHE_NOHASHDIR=1
     SAN_DIR=${SAN_DIR:-build-asan}
     cmake -S . -B "$SAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
       -DONYX_SANITIZE=address,undefined -DONYX_CUDA=OFF -DONYX_PYTHON=OFF -DONYX_BUILD_TESTS=OFF >/dev/null
@@ -130,6 +134,14 @@ case "${1:-}" in
     # FUZZ_RUNS=0 FUZZ_MINUTES=60 FUZZ_SEED=$RANDOM.
     python3 tools/fuzz_models.py --bin "$SAN_DIR/tools" --seeds "$ONNX_NODE_DIR" models/onnx \
       --runs "${FUZZ_RUNS:-600}" --minutes "${FUZZ_MINUTES:-10}" --seed "${FUZZ_SEED:-1}" --out "$SAN_DIR/fuzz-findings"
+    # ThreadSanitizer over the server tests: 8 threads running one shared
+    # Session (threads = 1 each, so no OpenMP region: libgomp is not
+    # instrumented, and TSan reports its barriers as races).
+    TSAN_DIR=${TSAN_DIR:-build-tsan}
+    cmake -S . -B "$TSAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+      -DONYX_SANITIZE=thread -DONYX_CUDA=OFF -DONYX_PYTHON=OFF >/dev/null
+    cmake --build "$TSAN_DIR" -j "$JOBS" --target onyx_tests
+    (cd "$TSAN_DIR/tests" && TSAN_OPTIONS=halt_on_error=1 ./onyx_tests --gtest_filter='ServerSession.*')
     ;;
   bench)
     # e.g. tools/dev.sh bench --out docs/performance.md (the full run, ~20 min)
