@@ -523,4 +523,140 @@ Expr dequantize_linear(Expr x, Expr scale, Expr zeroPoint) {
   return x->graph()->make(kDequantizeLinear, {x, scale, zeroPoint});
 }
 
+namespace {
+
+// A float32 product rounded on its own (nvcc would otherwise fuse the sum
+// of two products into an FMA, which the unfused ops never compute).
+ONYX_HD float mulRounded(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// y = saturate(round(act(dq(a) + dq(b)) / y_scale) + y_zp): the steps of
+// dequantize_linear (float32), add, relu and quantize_linear (QuantizeOf),
+// so the result is theirs bit for bit.
+template <class Q>
+struct QAddOf {
+  float as, bs, ys, az, bz;
+  double yz, lo, hi;
+  bool relu;
+  template <class O>
+  ONYX_HD Q operator()(O, Q a, Q b) const {
+    float x = mulRounded(static_cast<float>(a) - az, as) + mulRounded(static_cast<float>(b) - bz, bs);
+    if(relu) x = x > 0.f ? x : 0.f;
+    const double v = ::nearbyint(static_cast<double>(x / ys)) + yz;
+    if(v != v) return Q(0);
+    if(v <= lo) return static_cast<Q>(lo);
+    if(v >= hi) return static_cast<Q>(hi);
+    return static_cast<Q>(v);
+  }
+};
+
+#ifndef ONYX_GPU_PLUGIN
+// The CPU's loop for a and b of y's shape: QAddOf's steps, written so that
+// they vectorize. The quotient is clamped to the integer range less the zero
+// point (integers, exact in float) and rounded half to even by adding and
+// subtracting 1.5 * 2^23 (exact for |v| < 2^22): the integer nearbyint gives
+// in QAddOf. Compiled for AVX2 and for the baseline, picked at run time.
+template <bool Relu, class Q>
+__attribute__((always_inline)) inline void qaddSpanBody(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+  constexpr float kMagic = 12582912.0f;
+  const float lo = float(f.lo - f.yz), hi = float(f.hi - f.yz);
+  const int32_t zp = int32_t(f.yz);
+  for(int64_t i = 0; i < n; ++i) {
+    float x = (static_cast<float>(a[i]) - f.az) * f.as + (static_cast<float>(b[i]) - f.bz) * f.bs;
+    if(Relu) x = x > 0.f ? x : 0.f;
+    const float v0 = x / f.ys;
+    float v = v0 >= lo ? v0 : lo;  // NaN: lo, then masked to 0 (as QAddOf)
+    v = v > hi ? hi : v;
+    const float r = (v + kMagic) - kMagic;
+    const int32_t keep = -int32_t(v0 == v0);
+    y[i] = Q((int32_t(r) + zp) & keep);
+  }
+}
+
+template <bool Relu, class Q>
+__attribute__((target("avx2"))) void qaddSpanAvx2(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+  qaddSpanBody<Relu>(a, b, y, n, f);
+}
+
+template <bool Relu, class Q>
+void qaddSpanBase(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+  qaddSpanBody<Relu>(a, b, y, n, f);
+}
+
+template <bool Relu, class Q>
+void qaddSpan(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if(avx2) qaddSpanAvx2<Relu>(a, b, y, n, f);
+  else qaddSpanBase<Relu>(a, b, y, n, f);
+}
+#endif
+
+}  // namespace
+
+// y = quantize(act(dequantize(a) + dequantize(b))), per-tensor parameters
+ONYX_OP(kQLinearAdd, "qlinear_add")
+    .doc("y = saturate(round(act((a - a_zero_point) * a_scale + (b - b_zero_point) * b_scale) / y_scale) + "
+         "y_zero_point) in a's type (int8 or uint8, as b's), broadcasting; act: relu when relu is 1, else none; "
+         "each step in float32 as dequantize_linear, add, relu and quantize_linear compute it")
+    .inputs(2)
+    .attr("a_scale", 1.0)
+    .attr("a_zero_point", int64_t(0))
+    .attr("b_scale", 1.0)
+    .attr("b_zero_point", int64_t(0))
+    .attr("y_scale", 1.0)
+    .attr("y_zero_point", int64_t(0))
+    .attr("relu", int64_t(0))
+    .infer([](InferCtx& c) {
+      const Type t = c.typeOf(0);
+      c.check(t == Type::int8 || t == Type::uint8, "a has element type ", t, " but must be int8 or uint8");
+      c.check(c.typeOf(1) == t, "b has element type ", c.typeOf(1), " but a has ", t);
+      infer::broadcast(c);
+    })
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
+      auto run = [&](auto qtag) {
+        using Q = typename decltype(qtag)::type;
+        const Attrs& a = c.attrs;
+        QAddOf<Q> f{float(a.f("a_scale")), float(a.f("b_scale")), float(a.f("y_scale")),
+                    float(a.i("a_zero_point")), float(a.i("b_zero_point")), double(a.i("y_zero_point")),
+                    double(std::numeric_limits<Q>::lowest()), double(std::numeric_limits<Q>::max()),
+                    a.i("relu") != 0};
+#ifndef ONYX_GPU_PLUGIN
+        if constexpr(std::is_same_v<decltype(on), ops::OnHost>) {
+          if(c.in[0]->shape() == c.out.shape() && c.in[1]->shape() == c.out.shape()) {
+            const Q *x = c.in[0]->data<Q>(), *z = c.in[1]->data<Q>();
+            Q* y = c.out.data<Q>();
+            const int64_t n = c.out.size();
+            host::parallelFor(n, n * 4, [&](int64_t lo, int64_t hi) {
+              if(f.relu) qaddSpan<true>(x + lo, z + lo, y + lo, hi - lo, f);
+              else qaddSpan<false>(x + lo, z + lo, y + lo, hi - lo, f);
+            });
+            return;
+          }
+        }
+#endif
+        decltype(on)::template run<Q, Q, Q>(f, c.out, *c.in[0], *c.in[1]);
+      };
+      if(c.out.type() == Type::int8) run(TypeTag<int8_t>{});
+      else run(TypeTag<uint8_t>{});
+    }))
+    .notDifferentiable("integer output (its derivative is 0 almost everywhere)")
+    .noOnnx("internal: made by the inference rewrite graph/passes/fuse_qlinear_add from DequantizeLinear, Add, "
+            "[Relu], QuantizeLinear with per-tensor parameters");
+
+Expr qlinear_add(Expr a, Expr b, const QLinearAddParams& p) {
+  return a->graph()->make(kQLinearAdd, {a, b},
+                          {{"a_scale", AttrValue(double(p.aScale))},
+                           {"a_zero_point", AttrValue(int64_t(p.aZeroPoint))},
+                           {"b_scale", AttrValue(double(p.bScale))},
+                           {"b_zero_point", AttrValue(int64_t(p.bZeroPoint))},
+                           {"y_scale", AttrValue(double(p.yScale))},
+                           {"y_zero_point", AttrValue(int64_t(p.yZeroPoint))},
+                           {"relu", AttrValue(int64_t(p.relu ? 1 : 0))}});
+}
+
 }  // namespace onyx

@@ -17,6 +17,22 @@ Expr quantize_linear(Expr x, Expr scale, Expr zeroPoint);
 // a gradient, dy * (x - zeroPoint).
 Expr dequantize_linear(Expr x, Expr scale, Expr zeroPoint);
 
+// Per-tensor parameters of qlinear_add.
+struct QLinearAddParams {
+  float aScale = 1, bScale = 1, yScale = 1;
+  int32_t aZeroPoint = 0, bZeroPoint = 0, yZeroPoint = 0;
+  bool relu = false;
+};
+
+// y = quantize(act(dequantize(a) + dequantize(b))) with per-tensor scales
+// and zero points, a and b int8 or uint8 (the same), y of their type,
+// broadcasting; act is relu or none. Each step in float32, as
+// dequantize_linear, add, relu and quantize_linear compute it, so the result
+// is theirs bit for bit (the inference pass fuse_qlinear_add makes it from
+// those).
+// Not differentiable.
+Expr qlinear_add(Expr a, Expr b, const QLinearAddParams& p);
+
 // ---- ONNX import helpers, shared by QuantizeLinear's import (src/ops/quant.cpp)
 // and the composites of converters/import_quantization.cpp.
 

@@ -1,6 +1,7 @@
 // Harness cases for src/ops/quant.cpp. Inputs are exact in binary (scales
 // 0.5, 0.25, 2) so that x / scale is the same in float32 and double and the
 // half-to-even ties are real ties.
+#include <algorithm>
 #include <cmath>
 
 #include <onyx/ops/quant.h>
@@ -57,6 +58,35 @@ ONYX_OP_CASE({"dequantize_linear", "int8_per_row",
                intValues({3, 1}, {0, -3, 7})},
               [](Xs x) { return dequantize_linear(cast(x[0], Type::int8), x[1], cast(x[2], Type::int8)); },
               [](Rs x) { return refBroadcast(x, [](const std::vector<double>& v) { return (v[0] - v[2]) * v[1]; }); }});
+
+// qlinear_add: y = saturate(round(act((a - az) as + (b - bz) bs) / ys) + yz).
+Ref refQAdd(Rs x, const QLinearAddParams& p, double lo, double hi) {
+  return refBroadcast(x, [p, lo, hi](const std::vector<double>& v) {
+    double s = (v[0] - p.aZeroPoint) * p.aScale + (v[1] - p.bZeroPoint) * p.bScale;
+    if(p.relu) s = std::max(s, 0.0);
+    return std::min(hi, std::max(lo, roundHalfEven(s / p.yScale) + p.yZeroPoint));
+  });
+}
+
+// uint8 with ties at .5 (sums of quarters over y_scale 0.5), both
+// saturation ends and a broadcast row.
+ONYX_OP_CASE({"qlinear_add", "uint8_broadcast_ties_saturate",
+              {intValues({2, 4}, {0, 255, 128, 129, 3, 250, 1, 131}), intValues({1, 4}, {128, 255, 0, 127})},
+              [](Xs x) {
+                QLinearAddParams p{0.25f, 0.5f, 0.5f, 128, 120, 100, false};
+                return qlinear_add(cast(x[0], Type::uint8), cast(x[1], Type::uint8), p);
+              },
+              [](Rs x) { return refQAdd(x, {0.25f, 0.5f, 0.5f, 128, 120, 100, false}, 0, 255); },
+              /*gradcheck=*/false});
+// int8 with relu: negative sums go to the zero point.
+ONYX_OP_CASE({"qlinear_add", "int8_relu",
+              {intValues({3, 2}, {-128, 127, 0, -5, 60, -60}), intValues({3, 2}, {-128, 127, 3, 4, -100, 100})},
+              [](Xs x) {
+                QLinearAddParams p{0.5f, 0.25f, 2.0f, -3, 5, -10, true};
+                return qlinear_add(cast(x[0], Type::int8), cast(x[1], Type::int8), p);
+              },
+              [](Rs x) { return refQAdd(x, {0.5f, 0.25f, 2.0f, -3, 5, -10, true}, -128, 127); },
+              /*gradcheck=*/false});
 
 }  // namespace
 }  // namespace test

@@ -322,7 +322,7 @@ TEST(Passes, FuseQdqNotWhenTheBiasScaleDiffersOrTheConvIsReadElsewhere) {
 // added and requantized, a third of that sum, its output dequantized
 // (kept). Weights within [-range, range]: 60 takes oneDNN's int8 path on any
 // x86 CPU, 127 its float path on CPUs without VNNI.
-Expr int8Chain(ExpressionGraph& g, int range) {
+Expr int8Chain(ExpressionGraph& g, int range, bool relu = false) {
   Expr x = boundInput(g, {1, 8, 6, 6}, [](float i) { return std::sin(0.23f * i) * 2.f; });
   auto s = [&](double v) { return g.scalar(v, Type::float32); };
   auto z = [&](int v) { return g.scalar(v, Type::uint8); };
@@ -336,10 +336,37 @@ Expr int8Chain(ExpressionGraph& g, int range) {
   Expr xq = quantize_linear(x, s(0.02), z(128));
   Expr h = qlinear_conv(xq, s(0.02), z(128), weights(1), s(0.01), g.scalar(0, Type::int8), s(0.05), z(100), nullptr, o);
   Expr h2 = qlinear_conv(xq, s(0.02), z(128), weights(3), s(0.008), g.scalar(0, Type::int8), s(0.04), z(120), nullptr, o);
-  Expr sum = quantize_linear(dequantize_linear(h, s(0.05), z(100)) + dequantize_linear(h2, s(0.04), z(120)), s(0.06),
-                             z(110));
+  Expr added = dequantize_linear(h, s(0.05), z(100)) + dequantize_linear(h2, s(0.04), z(120));
+  Expr sum = quantize_linear(relu ? onyx::relu(added) : added, s(0.06), z(110));
   Expr y = qlinear_conv(sum, s(0.06), z(110), weights(2), s(0.004), g.scalar(0, Type::int8), s(0.1), z(90), nullptr, o);
   return dequantize_linear(y, s(0.1), z(90));
+}
+
+// DequantizeLinear, DequantizeLinear, Add, [Relu], QuantizeLinear between
+// quantized convolutions: one qlinear_add, the same bits (its steps are the
+// ops' own); and int8_layout then keeps the whole chain channels-last.
+TEST(Passes, FuseQLinearAddGivesTheSameBits) {
+  for(bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "with relu" : "without relu");
+    auto build = [relu](ExpressionGraph& g) { return int8Chain(g, 60, relu); };
+    std::map<std::string, int> ops;
+    EXPECT_EQ(checkPass(build, fuseQLinearAdd, 0.0, &ops), 1u);
+    EXPECT_EQ(ops["qlinear_add"], 1);
+    EXPECT_EQ(ops.count("add"), 0u);
+    EXPECT_EQ(ops.count("relu"), 0u);
+    EXPECT_EQ(ops["dequantize_linear"], 1);  // the kept output's
+    if(!host::dnnlEnabled()) continue;
+    Built b = make(build);
+    fuseQLinearAdd(*b.g, {b.y});
+    b.g->prune({b.y});
+    EXPECT_EQ(int8Layout(*b.g, {b.y}), 2u);  // h and h2 (into the qlinear_add); y is read by the kept dequantize
+    for(const Expr& e : b.g->nodes()) {
+      if(e->kind() == NodeKind::Op && e->op()->name == "qlinear_conv" && e->child(0)->kind() == NodeKind::Op &&
+         e->child(0)->op()->name == "qlinear_add") {
+        EXPECT_EQ(e->attrs().i("x_nhwc"), 1);  // the sum stays channels-last into y's conv
+      }
+    }
+  }
 }
 
 TEST(Passes, Int8LayoutKeepsInt8ChainsChannelsLast) {
@@ -481,7 +508,7 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 10u);
+  EXPECT_EQ(passNames().size(), 11u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

@@ -108,4 +108,36 @@ size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep) {
   return count;
 }
 
+size_t fuseQLinearAdd(ExpressionGraph& g, const std::vector<Expr>& keep) {
+  passes::Uses uses(g, keep);
+  size_t count = 0;
+  const OpDef& qadd = Registry::instance().get("qlinear_add");
+  for(const Expr& e : g.nodes()) {
+    Node* q = e.get();
+    if(!isOp(q, "quantize_linear") || !is8Bit(q->value_type())) continue;
+    Node* relu = isOp(q->child(0).get(), "relu") ? q->child(0).get() : nullptr;
+    Node* add = relu ? relu->child(0).get() : q->child(0).get();
+    if(!isOp(add, "add") || add->value_type() != Type::float32 || add->shape() != q->shape()) continue;
+    if(uses.only(relu ? relu : add) != q || (relu && uses.only(add) != relu)) continue;
+    Tensor ys = constantOf(q->child(1).get()), yz = constantOf(q->child(2).get());
+    if(!ys || !yz || ys->size() != 1 || yz->size() != 1 || ys->type() != Type::float32) continue;
+    Dq a, b;
+    if(!matchDq(add->child(0).get(), 1, a) || !matchDq(add->child(1).get(), 1, b)) continue;
+    if(a.x->value_type() != q->value_type() || b.x->value_type() != q->value_type()) continue;
+    const double az = a.zpT->getAsDouble(0), bz = b.zpT->getAsDouble(0), yzv = yz->getAsDouble(0);
+    g.redefine(e, qadd, {a.x, b.x},
+               {{"a_scale", AttrValue(double(a.scaleT->data<float>()[0]))},
+                {"a_zero_point", AttrValue(int64_t(az))},
+                {"b_scale", AttrValue(double(b.scaleT->data<float>()[0]))},
+                {"b_zero_point", AttrValue(int64_t(bz))},
+                {"y_scale", AttrValue(double(ys->data<float>()[0]))},
+                {"y_zero_point", AttrValue(int64_t(yzv))},
+                {"relu", AttrValue(int64_t(relu ? 1 : 0))}});
+    if(relu) g.retire(Expr(relu));
+    g.retire(Expr(add));
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace onyx

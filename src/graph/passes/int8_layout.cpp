@@ -25,7 +25,7 @@ bool int8Conv(Node* n) { return isOp(n, "qlinear_conv") && n->shape().rank() == 
 bool layoutFree(const Node* n) {
   static const std::unordered_set<std::string> ops = {
       "quantize_linear", "dequantize_linear", "add", "sub", "mul", "relu", "clip", "leaky_relu",
-      "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "swish", "maximum", "minimum"};
+      "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "swish", "maximum", "minimum", "qlinear_add"};
   if(n->kind() != NodeKind::Op || !ops.count(n->op()->name) || n->shape().rank() != 4) return false;
   for(size_t i = 0; i < n->numChildren(); ++i) {
     const Shape& s = n->child(i)->shape();

@@ -22,7 +22,7 @@ const char* optLevelName(OptLevel level) {
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
                                                  "fuse_gelu",      "fuse_matmul_add", "fuse_conv",
-                                                 "blocked_layout", "int8_layout",   "prune"};
+                                                 "blocked_layout", "fuse_qlinear_add", "int8_layout", "prune"};
   return names;
 }
 
@@ -62,6 +62,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
     if(cpuKernels && g.getDeviceId().type == DeviceType::cpu) {
       run("fuse_conv", fuseConvEpilogues);
       run("blocked_layout", blockConvChains);
+      run("fuse_qlinear_add", fuseQLinearAdd);
       run("int8_layout", int8Layout);
     }
   }

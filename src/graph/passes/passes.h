@@ -61,6 +61,14 @@ const std::vector<std::string>& passNames();
 // differ by one unit of y's scale. CPU inference graphs only, and first: constant folding would
 // otherwise turn a constant's dequantize_linear into float weights.
 size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep);
+// fuse_qlinear_add: QuantizeLinear(Relu?(Add(DequantizeLinear(a),
+// DequantizeLinear(b)))) with one constant scale and zero point each, a, b
+// and y of one 8-bit type, the add (and relu) read only by the next op
+// becomes one qlinear_add (the residual adds of QDQ models). Legal because
+// qlinear_add computes the same float32 steps: exact. CPU kernels only (an
+// internal op, never exported), before int8_layout, which keeps its
+// operands channels-last.
+size_t fuseQLinearAdd(ExpressionGraph& g, const std::vector<Expr>& keep);
 // fold_constants: an op node all of whose inputs are constants (and that is
 // not stochastic) becomes a constant holding its value, computed once.
 // Legal for any deterministic op; skipped where the value would be much
