@@ -420,23 +420,32 @@ bool decodeJpeg(const Bytes& d, Image& img, std::string& why) {
 }
 #endif
 
+#if defined(ONYX_HAVE_TIFF) || defined(ONYX_HAVE_OPENJP2)
+// A read position in a file's bytes, for the stream callbacks of libtiff
+// and OpenJPEG, and the first error message the library reports.
+struct ByteSource {
+  explicit ByteSource(const Bytes& bytes) : d(&bytes) {}
+  const Bytes* d;
+  uint64_t pos = 0;  // may lie past the end (a seek there is legal)
+  std::string msg;
+  uint64_t left() const { return d->size() - std::min<uint64_t>(pos, d->size()); }
+  // Copies up to n bytes from pos into buf and moves past them: the count.
+  uint64_t read(void* buf, uint64_t n) {
+    const uint64_t got = std::min(n, left());
+    if(got) std::memcpy(buf, d->data() + pos, got);
+    pos += got;
+    return got;
+  }
+};
+#endif
+
 #ifdef ONYX_HAVE_TIFF
 // ---- TIFF (libtiff)
 
-struct TiffSource {
-  explicit TiffSource(const Bytes& bytes) : d(&bytes) {}
-  const Bytes* d;
-  uint64_t pos = 0;
-  std::string msg;
-};
+using TiffSource = ByteSource;
 
 tmsize_t tiffRead(thandle_t h, void* buf, tmsize_t n) {
-  auto* s = static_cast<TiffSource*>(h);
-  const uint64_t left = s->d->size() - std::min<uint64_t>(s->pos, s->d->size());
-  const uint64_t got = std::min<uint64_t>(static_cast<uint64_t>(std::max<tmsize_t>(n, 0)), left);
-  if(got) std::memcpy(buf, s->d->data() + s->pos, got);
-  s->pos += got;
-  return static_cast<tmsize_t>(got);
+  return static_cast<tmsize_t>(static_cast<TiffSource*>(h)->read(buf, static_cast<uint64_t>(std::max<tmsize_t>(n, 0))));
 }
 
 tmsize_t tiffWrite(thandle_t, void*, tmsize_t) { return -1; }
@@ -584,20 +593,13 @@ bool decodeWebp(const Bytes& d, Image& img, std::string& why) {
 #ifdef ONYX_HAVE_OPENJP2
 // ---- JPEG 2000 (OpenJPEG)
 
-struct J2kSource {
-  explicit J2kSource(const Bytes& bytes) : d(&bytes) {}
-  const Bytes* d;
-  uint64_t pos = 0;
-  std::string msg;
-};
+using J2kSource = ByteSource;
 
+// OpenJPEG wants (OPJ_SIZE_T)-1 at the end of the stream.
 OPJ_SIZE_T j2kRead(void* buf, OPJ_SIZE_T n, void* user) {
   auto* s = static_cast<J2kSource*>(user);
-  if(s->pos >= s->d->size()) return static_cast<OPJ_SIZE_T>(-1);
-  size_t got = std::min<uint64_t>(n, s->d->size() - s->pos);
-  std::memcpy(buf, s->d->data() + s->pos, got);
-  s->pos += got;
-  return got;
+  if(s->left() == 0) return static_cast<OPJ_SIZE_T>(-1);
+  return static_cast<OPJ_SIZE_T>(s->read(buf, n));
 }
 
 OPJ_OFF_T j2kSkip(OPJ_OFF_T n, void* user) {

@@ -18,6 +18,22 @@
 namespace onyx {
 namespace ops {
 
+// v clamped to [lo, hi] (integers), then rounded half to even: adding and
+// subtracting 1.5 * 2^52 (double) or 1.5 * 2^23 (float) leaves the nearest
+// integer (ties to even, the default rounding mode) for |v| below 2^51 or
+// 2^22, which the clamp ensures. NaN clamps to lo (callers that must map
+// NaN elsewhere test it themselves). Single comparisons, so that loops over
+// it vectorize, unlike nearbyint (libonyx builds without -ffast-math): the
+// requantization loops of src/ops/quant.cpp and quantized.cpp.
+template <class F>
+inline F roundClamped(F v, F lo, F hi) {
+  static_assert(std::is_same<F, float>::value || std::is_same<F, double>::value, "float or double");
+  constexpr F kMagic = std::is_same<F, double>::value ? F(6755399441055744.0) : F(12582912.0);
+  v = v >= lo ? v : lo;
+  v = v > hi ? hi : v;
+  return (v + kMagic) - kMagic;
+}
+
 // Element-wise kernels from a functor, for every device this file is compiled
 // for: `.kernel(ops::unaryNumeric(sin(_2)))` registers the CPU kernel in
 // libonyx (g++) and, where the CUDA plugin is built, the GPU kernel of the

@@ -168,32 +168,24 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
       f->small.push_back({static_cast<float>(d.threshold), d.mode == 6 ? d.wBegin : d.feature,
                           d.mode == 6 ? d.wEnd : d.child[1], d.mode, d.missingTrue});
   for(int64_t r : a.ints("roots")) f->roots.push_back(newIndex[static_cast<size_t>(r)]);
-  // Depths, from the leaves up: in the depth-first layout every child comes
-  // after its parent.
-  std::vector<int32_t> below(f->nodes.size(), 0);
-  for(size_t j = f->nodes.size(); j-- > 0;) {
+  // From the leaves up (in the depth-first layout every child comes after
+  // its parent): each node's height, its leaves and the sum of their depths
+  // below it.
+  const size_t nn = f->nodes.size();
+  std::vector<int32_t> height(nn, 0);
+  std::vector<double> leaves(nn, 1), depthSum(nn, 0);
+  for(size_t j = nn; j-- > 0;) {
     const Flat::N& d = f->nodes[j];
-    if(d.mode != 6)
-      below[j] = 1 + std::max(below[static_cast<size_t>(d.child[0])], below[static_cast<size_t>(d.child[1])]);
+    if(d.mode == 6) continue;
+    const size_t c0 = static_cast<size_t>(d.child[0]), c1 = static_cast<size_t>(d.child[1]);
+    height[j] = 1 + std::max(height[c0], height[c1]);
+    leaves[j] = leaves[c0] + leaves[c1];
+    depthSum[j] = depthSum[c0] + depthSum[c1] + leaves[j];
   }
   for(int64_t r : f->roots) {
-    f->depth.push_back(below[static_cast<size_t>(r)]);
-    // Leaf depths of this tree (its nodes are contiguous from the root).
-    double leaves = 0, sum = 0;
-    std::vector<std::pair<size_t, int32_t>> walk{{static_cast<size_t>(r), 0}};
-    while(!walk.empty()) {
-      auto [j, d] = walk.back();
-      walk.pop_back();
-      const Flat::N& nd = f->nodes[j];
-      if(nd.mode == 6) {
-        leaves += 1;
-        sum += d;
-      } else {
-        walk.push_back({static_cast<size_t>(nd.child[0]), d + 1});
-        walk.push_back({static_cast<size_t>(nd.child[1]), d + 1});
-      }
-    }
-    f->balanced.push_back(sum >= 0.8 * leaves * f->depth.back());
+    const size_t j = static_cast<size_t>(r);
+    f->depth.push_back(height[j]);
+    f->balanced.push_back(depthSum[j] >= 0.8 * leaves[j] * height[j]);
   }
   f->base = a.floats("base_values");
   f->outputs = a.i("outputs");
@@ -324,19 +316,30 @@ void finishClassifier(const Flat& f, double* s, char* has, double* o) {
   o[2] = static_cast<double>(idx);
 }
 
+// Adds v to a score a (h: whether it has one yet): summed for classifiers
+// and SUM/AVERAGE, the smallest or largest for MIN/MAX.
+inline void combine(const Flat& f, double& a, char& h, double v) {
+  if(f.classifier || f.aggregate <= 1) a += v;
+  else if(f.aggregate == 2) a = h && a < v ? a : v;
+  else a = h && a > v ? a : v;
+  h = 1;
+}
+
 // Adds a leaf's weights [wBegin, wEnd) to one row's scores s and flags has
-// (outputs entries each): summed for classifiers and SUM/AVERAGE, the
-// smallest or largest for MIN/MAX.
+// (outputs entries each).
 inline void addLeaf(const Flat& f, int64_t wBegin, int64_t wEnd, double* s, char* has) {
   for(int64_t w = wBegin; w < wEnd; ++w) {
     const auto& [k, v] = f.weights[static_cast<size_t>(w)];
-    double& a = s[k];
-    char& h = has[k];
-    if(f.classifier || f.aggregate <= 1) a += v;
-    else if(f.aggregate == 2) a = h && a < v ? a : v;
-    else a = h && a > v ? a : v;
-    h = 1;
+    combine(f, s[k], has[k], v);
   }
+}
+
+// The leaf one walk over the 16-byte nodes reaches from root.
+template <int Mode, bool Missing>
+inline const Flat::NF* walkOne(const Flat::NF* nodes, const float* row, int64_t root) {
+  const Flat::NF* n = nodes + root;
+  while(n->mode != 6) n = goesTrue<Mode, Missing>(n->mode, n->missingTrue, row[n->a], n->threshold) ? nodes + n->b : n + 1;
+  return n;
 }
 
 // The leaves reached by kLanes walks over the 16-byte nodes (walk l: row
@@ -383,12 +386,7 @@ void scoreTrees(const Flat& f, const T* x, int64_t rows, int64_t F, int64_t t0, 
             // Walks of unequal lengths: one row at a time (lockstep lanes
             // would all walk as deep as the deepest leaf).
             for(int64_t i = 0; i < rows; ++i) {
-              const Flat::NF* n = nodes + root;
-              const float* row = x + i * F;
-              while(n->mode != 6) {
-                const bool t = goesTrue<Mode, Missing>(n->mode, n->missingTrue, row[n->a], n->threshold);
-                n = t ? nodes + n->b : n + 1;
-              }
+              const Flat::NF* n = walkOne<Mode, Missing>(nodes, x + i * F, root);
               addLeaf(f, n->a, n->b, s + i * K, has + i * K);
             }
             continue;
@@ -486,13 +484,7 @@ void evaluateAs(const Flat& f, const T* x, int64_t N, int64_t F, T* y) {
   for(int64_t c = 0; c < chunks; ++c)
     for(size_t e = 0; e < per; ++e) {
       const size_t pe = per * static_cast<size_t>(c) + e;
-      if(!partHas[pe]) continue;
-      const double v = part[pe];
-      double& a = s[e];
-      if(f.classifier || f.aggregate <= 1) a += v;
-      else if(f.aggregate == 2) a = has[e] && a < v ? a : v;
-      else a = has[e] && a > v ? a : v;
-      has[e] = 1;
+      if(partHas[pe]) combine(f, s[e], has[e], part[pe]);
     }
   finishRows(f, N, s.data(), has.data(), y);
 }

@@ -178,6 +178,24 @@ struct Divisors {
   }
 };
 
+// The max of two pooled values, NaN propagated (the first NaN seen stays).
+inline float maxNan(float v, float m) { return (v > m || v != v) ? v : m; }
+
+// For each tap k2 of the window along the last axis, the outputs [lo, hi)
+// whose input o2 * s + k2 * d - pb lies in [0, img): worked out once, so
+// that the loops over a row need no bounds check per tap and output.
+void tapRanges(const Geom& g, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+  lo.assign(size_t(g.k[2]), 0);
+  hi.assign(size_t(g.k[2]), 0);
+  for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+    const int64_t off = k2 * g.d[2] - g.pb[2];
+    const int64_t a = off >= 0 ? 0 : (-off + g.s[2] - 1) / g.s[2];
+    const int64_t b = g.img[2] - off <= 0 ? 0 : (g.img[2] - off - 1) / g.s[2] + 1;
+    lo[size_t(k2)] = std::min(a, g.pos[2]);
+    hi[size_t(k2)] = std::max(lo[size_t(k2)], std::min(b, g.pos[2]));
+  }
+}
+
 // 2-D max pooling of float32 with an undilated window, one output row at a
 // time: the window's rows are first reduced element-wise over the full
 // input width (unit-stride loops), then each output reduces its window
@@ -208,29 +226,20 @@ __attribute__((always_inline)) inline void maxPool2dRows(const MaxRowsArgs& a, f
         first = false;
         continue;
       }
-      for(int64_t i = 0; i < IW; ++i) {
-        const float v = row[i], m = vm[i];
-        vm[i] = (v > m || v != v) ? v : m;
-      }
+      for(int64_t i = 0; i < IW; ++i) vm[i] = maxNan(row[i], vm[i]);
     }
     float* out = a.y + r * W;
-    if(first) {  // no row of the window in range (not reached: pads < kernel)
-      for(int64_t o2 = 0; o2 < W; ++o2) out[o2] = -std::numeric_limits<float>::infinity();
-      continue;
-    }
+    std::fill(out, out + W, -std::numeric_limits<float>::infinity());
+    if(first) continue;  // no row of the window in range (not reached: pads < kernel)
     // Along the row, a tap at a time over the outputs it reaches (as poolRows).
-    for(int64_t o2 = 0; o2 < W; ++o2) out[o2] = -std::numeric_limits<float>::infinity();
     for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
       const float* src = vm + k2 - g.pb[2];
-      for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) {
-        const float v = src[o2 * s2], m = out[o2];
-        out[o2] = (v > m || v != v) ? v : m;
-      }
+      for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) out[o2] = maxNan(src[o2 * s2], out[o2]);
     }
   }
 }
 
-__attribute__((target("avx2"))) void maxPool2dRowsAvx2(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
+ONYX_TARGET_AVX2 void maxPool2dRowsAvx2(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
 void maxPool2dRowsBase(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
 
 // Whether maxPool2d takes this pool: 2-D (the first of the 3 axes unused)
@@ -241,17 +250,11 @@ bool maxPool2dFits(const PoolGeom& p) {
 }
 
 void maxPool2d(const float* x, float* y, const PoolGeom& p) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const bool avx2 = host::vec::bestIsa() != host::vec::Isa::scalar;
   const Geom& g = p.g;
   const int64_t rows = p.planes * g.pos[1];
-  std::vector<int64_t> lo(size_t(g.k[2])), hi(size_t(g.k[2]));
-  for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {  // o2 * s + k2 - pb in [0, img)
-    const int64_t off = k2 - g.pb[2];
-    const int64_t a = off >= 0 ? 0 : (-off + g.s[2] - 1) / g.s[2];
-    const int64_t b = g.img[2] - off <= 0 ? 0 : (g.img[2] - off - 1) / g.s[2] + 1;
-    lo[size_t(k2)] = std::min(a, g.pos[2]);
-    hi[size_t(k2)] = std::max(lo[size_t(k2)], std::min(b, g.pos[2]));
-  }
+  std::vector<int64_t> lo, hi;
+  tapRanges(g, lo, hi);
   host::parallelFor(rows, rows * g.pos[2] * g.kSize, [&](int64_t rb, int64_t re) {
     std::vector<float> vm(static_cast<size_t>(g.img[2]));
     const MaxRowsArgs a{x, y, &p, rb, re, lo.data(), hi.data()};
@@ -271,15 +274,8 @@ template <class T, bool Max>
 void poolRows(const T* x, T* y, const PoolGeom& p, const Divisors* div) {
   using Acc = std::conditional_t<Max, T, double>;
   const Geom& g = p.g;
-  std::vector<int64_t> lo(size_t(g.k[2])), hi(size_t(g.k[2]));
-  for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-    // o2 * s + k2 * d - pb in [0, img): o2 in [lo, hi).
-    int64_t off = k2 * g.d[2] - g.pb[2];
-    int64_t a = off >= 0 ? 0 : (-off + g.s[2] - 1) / g.s[2];
-    int64_t b = g.img[2] - off <= 0 ? 0 : (g.img[2] - off - 1) / g.s[2] + 1;
-    lo[size_t(k2)] = std::min(a, g.pos[2]);
-    hi[size_t(k2)] = std::max(lo[size_t(k2)], std::min(b, g.pos[2]));
-  }
+  std::vector<int64_t> lo, hi;
+  tapRanges(g, lo, hi);
   const int64_t rows = p.planes * g.pos[0] * g.pos[1], W = g.pos[2];
   host::parallelFor(rows, rows * W * g.kSize, [&](int64_t rb, int64_t re) {
     std::vector<Acc> acc(static_cast<size_t>(W));

@@ -50,7 +50,10 @@ struct QuantizeOf {
   }
   template <class O, class C>
   ONYX_HD Q operator()(O, C x, C s, Q zp) const {
-    const double v = ::nearbyint(static_cast<double>(x / s)) + static_cast<double>(zp);
+    return saturate(::nearbyint(static_cast<double>(x / s)) + static_cast<double>(zp));
+  }
+  // v (an integer or NaN) in Q: NaN gives 0, out-of-range values the end.
+  ONYX_HD Q saturate(double v) const {
     if(v != v) return Q(0);
     if(v <= lo) return qlo;
     if(v >= hi) return qhi;
@@ -75,14 +78,10 @@ struct DequantizeOf {
 // ensures; libonyx builds without -ffast-math).
 template <class Q, class T>
 void quantizeSpan(const T* x, Q* y, int64_t n, T s, int32_t zp, double lo, double hi) {
-  constexpr double kMagic = 6755399441055744.0;
   for(int64_t i = 0; i < n; ++i) {
-    const double v0 = double(x[i] / s);
-    double v = v0 >= lo ? v0 : lo;  // NaN: lo, then masked to 0 (as QuantizeOf)
-    v = v > hi ? hi : v;
-    const double r = (v + kMagic) - kMagic;
-    const int32_t keep = -int32_t(v0 == v0);
-    y[i] = Q((int32_t(r) + zp) & keep);
+    const double v = double(x[i] / s);
+    const int32_t keep = -int32_t(v == v);  // NaN: 0 (as QuantizeOf)
+    y[i] = Q((int32_t(ops::roundClamped(v, lo, hi)) + zp) & keep);
   }
 }
 
@@ -541,45 +540,36 @@ ONYX_HD float mulRounded(float a, float b) {
 template <class Q>
 struct QAddOf {
   float as, bs, ys, az, bz;
-  double yz, lo, hi;
+  double yz;
   bool relu;
   template <class O>
   ONYX_HD Q operator()(O, Q a, Q b) const {
     float x = mulRounded(static_cast<float>(a) - az, as) + mulRounded(static_cast<float>(b) - bz, bs);
     if(relu) x = x > 0.f ? x : 0.f;
-    const double v = ::nearbyint(static_cast<double>(x / ys)) + yz;
-    if(v != v) return Q(0);
-    if(v <= lo) return static_cast<Q>(lo);
-    if(v >= hi) return static_cast<Q>(hi);
-    return static_cast<Q>(v);
+    return QuantizeOf<Q>::make().saturate(::nearbyint(static_cast<double>(x / ys)) + yz);
   }
 };
 
 #ifndef ONYX_GPU_PLUGIN
 // The CPU's loop for a and b of y's shape: QAddOf's steps, written so that
-// they vectorize. The quotient is clamped to the integer range less the zero
-// point (integers, exact in float) and rounded half to even by adding and
-// subtracting 1.5 * 2^23 (exact for |v| < 2^22): the integer nearbyint gives
-// in QAddOf. Compiled for AVX2 and for the baseline, picked at run time.
+// they vectorize. The quotient is rounded in float (roundClamped): the
+// integer nearbyint gives in QAddOf, as the clamp bounds are integers.
+// Compiled for AVX2 and for the baseline, picked at run time.
 template <bool Relu, class Q>
 __attribute__((always_inline)) inline void qaddSpanBody(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
-  constexpr float kMagic = 12582912.0f;
-  const float lo = float(f.lo - f.yz), hi = float(f.hi - f.yz);
   const int32_t zp = int32_t(f.yz);
+  const float lo = float(std::numeric_limits<Q>::lowest() - zp), hi = float(std::numeric_limits<Q>::max() - zp);
   for(int64_t i = 0; i < n; ++i) {
     float x = (static_cast<float>(a[i]) - f.az) * f.as + (static_cast<float>(b[i]) - f.bz) * f.bs;
     if(Relu) x = x > 0.f ? x : 0.f;
-    const float v0 = x / f.ys;
-    float v = v0 >= lo ? v0 : lo;  // NaN: lo, then masked to 0 (as QAddOf)
-    v = v > hi ? hi : v;
-    const float r = (v + kMagic) - kMagic;
-    const int32_t keep = -int32_t(v0 == v0);
-    y[i] = Q((int32_t(r) + zp) & keep);
+    const float v = x / f.ys;
+    const int32_t keep = -int32_t(v == v);  // NaN: 0 (as QAddOf)
+    y[i] = Q((int32_t(ops::roundClamped(v, lo, hi)) + zp) & keep);
   }
 }
 
 template <bool Relu, class Q>
-__attribute__((target("avx2"))) void qaddSpanAvx2(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+ONYX_TARGET_AVX2 void qaddSpanAvx2(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
   qaddSpanBody<Relu>(a, b, y, n, f);
 }
 
@@ -590,8 +580,7 @@ void qaddSpanBase(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
 
 template <bool Relu, class Q>
 void qaddSpan(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if(avx2) qaddSpanAvx2<Relu>(a, b, y, n, f);
+  if(host::vec::bestIsa() != host::vec::Isa::scalar) qaddSpanAvx2<Relu>(a, b, y, n, f);
   else qaddSpanBase<Relu>(a, b, y, n, f);
 }
 #endif
@@ -623,7 +612,6 @@ ONYX_OP(kQLinearAdd, "qlinear_add")
         const Attrs& a = c.attrs;
         QAddOf<Q> f{float(a.f("a_scale")), float(a.f("b_scale")), float(a.f("y_scale")),
                     float(a.i("a_zero_point")), float(a.i("b_zero_point")), double(a.i("y_zero_point")),
-                    double(std::numeric_limits<Q>::lowest()), double(std::numeric_limits<Q>::max()),
                     a.i("relu") != 0};
 #ifndef ONYX_GPU_PLUGIN
         if constexpr(std::is_same_v<decltype(on), ops::OnHost>) {

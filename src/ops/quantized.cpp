@@ -144,28 +144,16 @@ bool current(const QConvState& s, const KernelCtx& c) {
          s.xType == c.in[kX]->type() && s.key == paramKey(c) && s.wZp == wZpOf(c);
 }
 
-// v clamped to [lo, hi] (integers), then rounded half to even: adding and
-// subtracting 1.5 * 2^52 leaves the nearest integer (ties to even, the
-// default rounding mode) for |v| < 2^51, which the clamp ensures. Single
-// comparisons, so that loops over it vectorize, unlike nearbyint (libonyx
-// builds without -ffast-math).
-inline double roundClamped(double v, double lo, double hi) {
-  constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
-  v = v < lo ? lo : v;
-  v = v > hi ? hi : v;
-  return (v + kMagic) - kMagic;
-}
-
 // y = saturate(round(acc * S[m]) + y_zp), the product in float64: a row of
 // one channel (factor f), or a channels-last row of every channel.
 template <class Y, class A>
 void requantizeRow(const A* a, Y* o, int64_t P, double f, double lo, double hi, int32_t zp) {
-  for(int64_t p = 0; p < P; ++p) o[p] = Y(int32_t(roundClamped(double(a[p]) * f, lo, hi)) + zp);
+  for(int64_t p = 0; p < P; ++p) o[p] = Y(int32_t(ops::roundClamped(double(a[p]) * f, lo, hi)) + zp);
 }
 
 template <class Y>
 void requantizeRowPerChannel(const float* a, Y* o, int64_t M, const double* f, double lo, double hi, int32_t zp) {
-  for(int64_t m = 0; m < M; ++m) o[m] = Y(int32_t(roundClamped(double(a[m]) * f[m], lo, hi)) + zp);
+  for(int64_t m = 0; m < M; ++m) o[m] = Y(int32_t(ops::roundClamped(double(a[m]) * f[m], lo, hi)) + zp);
 }
 
 template <class Y, class A>

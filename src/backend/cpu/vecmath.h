@@ -42,6 +42,13 @@ Isa activeIsa();
 // Forces a body (tests compare them); false, and no change, when the CPU
 // lacks it. Not for use while kernels run on other threads.
 bool setIsa(Isa isa);
+// On a function: compile it for AVX2 (a second build of a kernel beside the
+// baseline one, picked where bestIsa() is not scalar); empty off x86-64.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ONYX_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define ONYX_TARGET_AVX2
+#endif
 // Whether a SIMD body is in use: the ops take their vector path only then
 // (the scalar body is no faster than the functors).
 inline bool accelerated() { return activeIsa() != Isa::scalar; }
