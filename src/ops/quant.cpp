@@ -542,11 +542,12 @@ struct QAddOf {
   float as, bs, ys, az, bz;
   double yz;
   bool relu;
+  QuantizeOf<Q> sat = QuantizeOf<Q>::make();  // made on the host: make() is host code
   template <class O>
   ONYX_HD Q operator()(O, Q a, Q b) const {
     float x = mulRounded(static_cast<float>(a) - az, as) + mulRounded(static_cast<float>(b) - bz, bs);
     if(relu) x = x > 0.f ? x : 0.f;
-    return QuantizeOf<Q>::make().saturate(::nearbyint(static_cast<double>(x / ys)) + yz);
+    return sat.saturate(::nearbyint(static_cast<double>(x / ys)) + yz);
   }
 };
 
