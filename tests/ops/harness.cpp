@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -293,6 +295,16 @@ TEST(OpHarnessGpu, PendingListIsExact) {
   EXPECT_LE(onHost.size(), 17u) << "a new op runs its GPU kernel on host copies: give it a GPU kernel";
 }
 
+// ONYX_HARNESS_TRACE=1 prints each GPU case before it runs, so that a case
+// which hangs a GPU (as qlinear_add's kernel once did) names itself.
+static void traceGpuCase(const char* test, const OpCase& c) {
+  static const bool on = std::getenv("ONYX_HARNESS_TRACE") != nullptr;
+  if(on) {
+    std::fprintf(stderr, "%s: %s/%s\n", test, c.op.c_str(), c.name.c_str());
+    std::fflush(stderr);
+  }
+}
+
 TEST(OpHarnessGpu, EveryCaseMatchesTheCpu) {
   if(gpuDeviceCount() == 0) GTEST_SKIP() << "GPU check not run: " << gpuUnavailable(0);
   for(size_t k = 0; k < cases().size(); ++k) {
@@ -300,6 +312,7 @@ TEST(OpHarnessGpu, EveryCaseMatchesTheCpu) {
     if(c.stochastic) continue;  // random draws differ between devices by design
     if(gpuPending().count(c.op)) continue;  // no GPU kernel yet (PendingListIsExact keeps the list true)
     SCOPED_TRACE(c.op + "/" + c.name);
+    traceGpuCase("EveryCaseMatchesTheCpu", c);
     auto ins = makeInputs(c, 42 + k);
     try {
       Built cpu32 = build(c, ins, Type::float32, false), gpu32 = build(c, ins, Type::float32, false, gpu(0));
@@ -339,6 +352,7 @@ TEST(OpHarnessGpu, HalfForwardMatchesTheCpu) {
     const OpCase& c = cases()[k];
     if(c.stochastic || gpuPending().count(c.op)) continue;
     SCOPED_TRACE(c.op + "/" + c.name);
+    traceGpuCase("HalfForwardMatchesTheCpu", c);
     auto ins = makeInputs(c, 42 + k);
     Built cpu16;
     try {
