@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <onyx/core/allocation_limit.h>
+#include <onyx/core/checked.h>
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/ops/elementwise.h>
@@ -236,7 +238,11 @@ ONYX_ONNX_IMPORT(kOnnxTreeEnsemble, "TreeEnsemble", 5).inDomain(kMl).importer([]
   }
   for(auto r : roots) c.check(r >= 0 && r < static_cast<int64_t>(nNodes), "tree root ", r, " out of range");
   const int64_t N = x->shape()[0];
-  std::vector<double> y(static_cast<size_t>(N * nTargets));
+  c.check(nTargets <= kMaxTensorElements, "n_targets is ", nTargets, ", more than 2^56");
+  const int64_t outs = mulChecked(N, nTargets, "the output's size (rows * n_targets)");
+  c.check(outs <= kMaxTensorElements, "the output would have ", outs, " values, more than 2^56");
+  checkHostAllocation(static_cast<size_t>(std::max(outs, nTargets)) * sizeof(double), "the output's values");
+  std::vector<double> y(static_cast<size_t>(outs));
   std::vector<int64_t> hits(static_cast<size_t>(nTargets));
   for(int64_t row = 0; row < N; ++row) {
     double* out = y.data() + row * nTargets;
@@ -388,6 +394,7 @@ MlRows mlRows(OnnxImportCtx& c) {
   MlRows r;
   r.n = x->shape().rank() == 1 ? 1 : x->shape()[0];
   r.f = x->shape()[x->shape().rank() - 1];
+  checkHostAllocation(static_cast<size_t>(x->size()) * sizeof(r.v[0]), "the rows of an input");
   x->get(r.v);
   return r;
 }
@@ -935,7 +942,8 @@ ONYX_ONNX_IMPORT(kOnnxDictVectorizer, "DictVectorizer", 1).inDomain(kMl).importe
 // DENSE), or [1, max_map] with each value at its key and the rest 0 or
 // "_Unused" (SPARSE); cast_to TO_FLOAT, TO_STRING or TO_INT64.
 ONYX_ONNX_IMPORT(kOnnxCastMap, "CastMap", 1).inDomain(kMl).importer([](OnnxImportCtx& c) {
-  auto [keys, values] = mlMapInput(c, 0);
+  const auto kv = mlMapInput(c, 0);  // (no structured binding: C++17 lambdas cannot capture one)
+  const Tensor keys = kv.first, values = kv.second;
   c.check(keys->type() == Type::int64, "the map's keys are ", keys->type(), "; CastMap takes int64 keys");
   std::string to = c.attrString("cast_to", "TO_FLOAT"), form = c.attrString("map_form", "DENSE");
   int64_t maxMap = c.attrInt("max_map", 1);

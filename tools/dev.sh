@@ -7,6 +7,11 @@
 #                       regressions and a fixed fuzz run (FUZZ_RUNS, default
 #                       600); then the server tests under TSan (build-tsan);
 #                       any sanitizer report fails it (docs/security.md)
+#   tools/dev.sh fuzz   the libFuzzer target (tests/fuzz/fuzz_model.cpp) built
+#                       with clang, ASan + UBSan (build-fuzz), on a seed corpus
+#                       of ONNX's node tests and the bundled models, for
+#                       FUZZ_SECONDS (default 180); a finding fails it and is
+#                       kept in build-fuzz/findings (sanitize runs it too)
 #   tools/dev.sh bench [ARGS]  install deps (+ torchvision), build, run
 #                       tools/bench_vs_ort.py ARGS (docs/performance.md)
 # BUILD_DIR (default: build) and JOBS (default: nproc) can be overridden.
@@ -75,6 +80,36 @@ node_tests() {
   rm -rf "$tmp"
 }
 
+# The libFuzzer target: clang's ASan + UBSan over libonyx with the coverage
+# instrumentation libFuzzer steers by (fuzzer-no-link), the target linked with
+# -fsanitize=fuzzer. Longer runs: FUZZ_SECONDS=3600 FUZZ_SEED=$RANDOM.
+fuzz() {
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  dpkg -s clang libclang-rt-14-dev >/dev/null 2>&1 || {
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
+  }
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  export CCACHE_NOHASHDIR=1
+  local dir=${FUZZ_DIR:-build-fuzz}
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DONYX_SANITIZE=fuzzer-no-link,address,undefined \
+    -DONYX_CUDA=OFF -DONYX_PYTHON=OFF -DONYX_BUILD_TESTS=OFF -DONYX_FUZZ=ON >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target onyx_fuzz_model
+  python3 tools/fuzz_corpus.py --out "$dir/seeds" "$ONNX_NODE_DIR" models/onnx
+  mkdir -p "$dir/corpus" "$dir/findings"
+  # What it found before (tests/regress/libfuzzer), each run once first.
+  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$dir/onyx_fuzz_model" tests/regress/libfuzzer/* -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60
+  # The run's own limit on a tensor is 16 MiB (fuzz_model.cpp); libFuzzer's
+  # malloc limit catches any single allocation beyond 1 GiB, its RSS limit a
+  # run that grows past 4 GiB, its timeout a run over 60 s.
+  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$dir/onyx_fuzz_model" "$dir/corpus" "$dir/seeds" -max_total_time="${FUZZ_SECONDS:-180}" \
+    -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=1024 -max_len=1048576 \
+    -artifact_prefix="$dir/findings/" -print_final_stats=1 -print_funcs=0
+}
+
 build() {
   # ccache keys on the compiler's command line: paths under the checkout are
   # made relative, so a clean clone elsewhere (CI) hits this machine's cache.
@@ -134,6 +169,8 @@ case "${1:-}" in
     # FUZZ_RUNS=0 FUZZ_MINUTES=60 FUZZ_SEED=$RANDOM.
     python3 tools/fuzz_models.py --bin "$SAN_DIR/tools" --seeds "$ONNX_NODE_DIR" models/onnx \
       --runs "${FUZZ_RUNS:-600}" --minutes "${FUZZ_MINUTES:-10}" --seed "${FUZZ_SEED:-1}" --out "$SAN_DIR/fuzz-findings"
+    # The libFuzzer target for a fixed time (FUZZ_SECONDS, default 180).
+    fuzz
     # ThreadSanitizer over the server tests: 8 threads running one shared
     # Session (threads = 1 each, so no OpenMP region: libgomp is not
     # instrumented, and TSan reports its barriers as races).
@@ -142,6 +179,9 @@ case "${1:-}" in
       -DONYX_SANITIZE=thread -DONYX_CUDA=OFF -DONYX_PYTHON=OFF >/dev/null
     cmake --build "$TSAN_DIR" -j "$JOBS" --target onyx_tests
     (cd "$TSAN_DIR/tests" && TSAN_OPTIONS=halt_on_error=1 ./onyx_tests --gtest_filter='ServerSession.*')
+    ;;
+  fuzz)
+    deps; fuzz
     ;;
   bench)
     # e.g. tools/dev.sh bench --out docs/performance.md (the full run, ~20 min)

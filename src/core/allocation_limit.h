@@ -21,4 +21,12 @@ private:
   size_t previous_;
 };
 
+// The current thread's limit (0: none). Host memory a run takes outside
+// tensors in proportion to a tensor (values copied into a std::vector while
+// a graph is built: TensorBase::get) is held to it too, through
+// checkHostAllocation.
+size_t allocationLimit();
+// An onyx::Error naming `what`, `bytes` and the limit when `bytes` is over it.
+void checkHostAllocation(size_t bytes, const char* what);
+
 }  // namespace onyx

@@ -28,6 +28,11 @@ thread_local size_t tAllocationLimit = 0;  // 0: none
 
 ScopedAllocationLimit::ScopedAllocationLimit(size_t bytes) : previous_(tAllocationLimit) { tAllocationLimit = bytes; }
 ScopedAllocationLimit::~ScopedAllocationLimit() { tAllocationLimit = previous_; }
+size_t allocationLimit() { return tAllocationLimit; }
+void checkHostAllocation(size_t bytes, const char* what) {
+  ONYX_CHECK(!tAllocationLimit || bytes <= tAllocationLimit, "memory limit: ", what, " of ", bytes,
+             " bytes is larger than the limit of ", tAllocationLimit, " bytes (raise maxMemoryBytes / --max-memory)");
+}
 
 void* deviceMalloc(DeviceId d, size_t bytes) {
   ONYX_CHECK(!tAllocationLimit || bytes <= tAllocationLimit, "memory limit: a tensor of ", bytes,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <onyx/core/allocation_limit.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/op_def.h>
 
@@ -27,6 +28,8 @@ std::vector<Expr> OnnxImportCtx::inputSequence(size_t i) {
 std::vector<int64_t> OnnxImportCtx::ints(size_t i) {
   Tensor t = value(i);
   check(isInt(t->type()), "input ", i, " must be an integer tensor, got ", t->type());
+  // int64s from int8s take 8 times the tensor's bytes: held to the run's limit.
+  checkHostAllocation(static_cast<size_t>(t->size()) * sizeof(int64_t), "the integer values of an input");
   return t->toVector<int64_t>();
 }
 

@@ -673,8 +673,8 @@ ONYX_OP(kTrilu, "trilu")
       size_t e = static_cast<size_t>(typeBits(x.type()) / 8);
       const Shape& s = x.shape();
       int64_t n = s[-2], m = s[-1];
-      int64_t rows = n > 0 ? x.size() / m : 0;
-      if(m == 0 || rows == 0) return;
+      if(n == 0 || m == 0) return;  // empty matrices: nothing to copy
+      int64_t rows = x.size() / m;
       bool upper = c.attrs.i("upper") != 0;
       int64_t k = triluK(c.attrs.i("k"), s);
       const char* src = static_cast<const char*>(x.raw());

@@ -215,6 +215,45 @@ TEST(ServerSession, MemoryLimitCoversTensorsBuiltAtImport) {
   EXPECT_EQ(free.run({{"n", TensorBase::fromVector<float>({}, {1e6f})}}).at("y")->shape(), Shape({1000000}));
 }
 
+// The importer reads integer inputs (shapes, axes, repeats) into int64
+// vectors: from int8 values that is 8 times the tensor's bytes, held to the
+// limit too (issue 19: the importers' host vectors).
+TEST(ServerSession, MemoryLimitCoversTheImportersHostCopies) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("reshape");
+  for(auto [name, type] : {std::pair<const char*, Type>{"x", Type::float32}, {"shape", Type::int8}}) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(type));
+  }
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(Type::float32));
+  addNode(g, "Reshape", {"x", "shape"}, "y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  auto model = Model::fromBytes(bytes, "reshape.onnx");
+  SessionOptions o;
+  o.maxMemoryBytes = 16 << 10;
+  Session s(model, o);
+  Tensor x = TensorBase::fromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto ok = s.run({{"x", x}, {"shape", TensorBase::fromVector<int8_t>({2}, {3, 2})}});
+  EXPECT_EQ(ok.at("y")->shape(), Shape({3, 2}));
+  // 4000 int8 values fit in 16 KiB; their int64 copy (32000 bytes) does not.
+  std::vector<int8_t> many(4000, 1);
+  try {
+    s.run({{"x", x}, {"shape", TensorBase::fromVector<int8_t>({4000}, many)}});
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("memory limit: the integer values of an input of 32000 bytes"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
 TEST(CheckedSizes, ShapesBeyondTheLimitAreErrors) {
   EXPECT_THROW(Shape({int64_t(1) << 30, int64_t(1) << 30, int64_t(1) << 30}), Error);
   EXPECT_THROW(Shape({int64_t(1) << 62, 4}), Error);  // wraps to 0 in 64 bits
