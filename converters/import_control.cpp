@@ -4,6 +4,7 @@
 // body), so gradients flow through whatever was built.
 #include <algorithm>
 
+#include <onyx/core/allocation_limit.h>
 #include <onyx/converters/onnx_rules.h>
 #include <onyx/graph/expression_graph.h>
 
@@ -96,12 +97,13 @@ ONYX_ONNX_IMPORT(kLoop, "Loop", 1).importer([](OnnxImportCtx& c) {
   c.check(bodyOuts >= 1 + nCarried, "the body yields ", bodyOuts, " values, fewer than 1 + ", nCarried, " carried");
   size_t nScan = bodyOuts - 1 - nCarried;
   std::vector<std::vector<OnnxValue>> scans(nScan);
-  const int64_t kLimit = 1 << 20;
+  const int64_t kLimit = loopIterationLimit();
   const size_t before = c.graph().size();
   const size_t kMaxCarriedElements = size_t(1) << 24;
   size_t carriedElems = 0;
   for(int64_t i = 0; i < maxTrips && cond; ++i) {
-    c.check(i < kLimit, "more than ", kLimit, " iterations: a loop without a trip count or a false condition");
+    c.check(i < kLimit, "more than ", kLimit,
+            " iterations (the limit: SessionOptions::maxLoopIterations, --max-loop-iterations)");
     checkUnrolled(c, before, i);
     std::vector<OnnxValue> in{OnnxValue::of(int64Scalar(c, i)), OnnxValue::of(boolScalar(c, cond))};
     in.insert(in.end(), carried.begin(), carried.end());
@@ -149,6 +151,8 @@ void scanCore(OnnxImportCtx& c, std::vector<Expr> states, const std::vector<Expr
     c.check(T < 0 || len == T, "scan inputs have different lengths ", T, " and ", len);
     T = len;
   }
+  c.check(T <= loopIterationLimit(), "the scan axis has ", T, " steps, more than ", loopIterationLimit(),
+          " (the limit: SessionOptions::maxLoopIterations, --max-loop-iterations)");
   std::vector<std::vector<Expr>> outs(nScanOut);
   const size_t before = c.graph().size();
   for(int64_t t = 0; t < T; ++t) {
@@ -202,6 +206,8 @@ ONYX_ONNX_IMPORT(kScan8, "Scan", 8).untilOpset(8).importer([](OnnxImportCtx& c) 
   size_t nScanOut = c.numOutputs() - n;
   int64_t B = c.input(1)->shape().dims()[0];
   std::vector<std::vector<Expr>> fins(n), scans(nScanOut);
+  c.check(B <= loopIterationLimit(), "the batch has ", B, " entries, more than ", loopIterationLimit(),
+          " (the limit: SessionOptions::maxLoopIterations, --max-loop-iterations)");
   const size_t before = c.graph().size();
   for(int64_t b = 0; b < B; ++b) {
     checkUnrolled(c, before, b);

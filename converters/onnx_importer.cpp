@@ -207,7 +207,9 @@ public:
   size_t numOutputs() const override { return static_cast<size_t>(node_.output_size()); }
   bool wantsOutput(size_t i) const override { return i < numOutputs() && !node_.output(static_cast<int>(i)).empty(); }
   void setOutputValue(size_t i, OnnxValue v) override {
-    ONYX_ASSERT(i < outputs_.size(), where(), ": importer set output ", i, " of ", outputs_.size());
+    // An output the node does not declare (trailing optional outputs may be
+    // left out; a mutated node may declare none): nothing reads the value.
+    if(i >= outputs_.size()) return;
     outputs_[i] = std::move(v);
     set_.insert(i);
   }

@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
   std::string maxMemory;
   app.add_option("--max-memory", maxMemory,
                  "the most memory the run's values may take, e.g. 512M or 2G (default: no limit); more is an error");
+  int64_t maxLoopIterations = int64_t(1) << 20;
+  app.add_option("--max-loop-iterations", maxLoopIterations,
+                 "the most iterations one Loop (or steps one Scan) may unroll; more is an error")
+      ->capture_default_str();
   app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
   OptLevel optLevel = OptLevel::all;
   tools::addOptLevelOption(app, optLevel);
@@ -49,6 +53,7 @@ int main(int argc, char** argv) {
     so.threads = threads;
     so.optimization = optLevel;
     if(!maxMemory.empty()) so.maxMemoryBytes = tools::parseByteSize(maxMemory, "--max-memory");
+    so.maxLoopIterations = maxLoopIterations;
     Session session(model, so);
     HostValues in;
     tools::TestDataSet set;

@@ -173,7 +173,7 @@ std::string runCase(const fs::path& dir, const Options& o) {
   }
 }
 
-std::string oneLine(std::string s) {
+std::string shortLine(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
   if(s.size() > 400) s = s.substr(0, 400) + "...";
   return s;
@@ -193,7 +193,7 @@ std::string runForked(const fs::path& dir, const Options& o) {
   if(pid == 0) {
     close(fds[0]);
     std::string r = runCase(dir, o);
-    r = r.empty() ? "OK" : "FAIL" + oneLine(r);
+    r = r.empty() ? "OK" : "FAIL" + shortLine(r);
     ssize_t w = write(fds[1], r.data(), r.size());
     (void)w;
     close(fds[1]);
@@ -330,10 +330,10 @@ int main(int argc, char** argv) {
         std::cout << "FIXED " << name << ": passes but is listed in " << where[name] << " (remove it)\n";
       } else if(k != known.end()) {
         ++skipped;
-        if(verbose) std::cout << "known " << name << ": " << oneLine(r) << "\n";
+        if(verbose) std::cout << "known " << name << ": " << shortLine(r) << "\n";
       } else {
         ++failed;
-        std::cout << "FAIL  " << name << ": " << oneLine(r) << "\n";
+        std::cout << "FAIL  " << name << ": " << shortLine(r) << "\n";
       }
       std::cout.flush();
     }

@@ -146,7 +146,7 @@ class InferenceSession:
 
     InferenceSession(path_or_bytes, threads=0, device="cpu", optimization="all",
                      disabled_passes=(), profile=False, providers=None,
-                     max_cached_graphs=64, max_memory_bytes=0)
+                     max_cached_graphs=64, max_memory_bytes=0, max_loop_iterations=2**20)
 
     - path_or_bytes: a file path, or the serialized model (bytes).
     - threads: the CPU threads (0: OpenMP's default).
@@ -159,6 +159,8 @@ class InferenceSession:
       drops them all.
     - max_memory_bytes: the most one run's values may take (0: no limit);
       more raises OnyxError instead of the process being killed.
+    - max_loop_iterations: the most iterations one Loop (or steps one Scan)
+      may unroll while the graph is built; more raises OnyxError.
 
     One session may be run from several threads at once (the GIL is
     released; each run owns a graph of its own), with the results of
@@ -166,7 +168,8 @@ class InferenceSession:
     """
 
     def __init__(self, path_or_bytes, threads=0, device="cpu", optimization="all", disabled_passes=(),
-                 profile=False, providers=None, sess_options=None, max_cached_graphs=64, max_memory_bytes=0):
+                 profile=False, providers=None, sess_options=None, max_cached_graphs=64, max_memory_bytes=0,
+                 max_loop_iterations=2**20):
         del sess_options  # onnxruntime's; Onyx takes its options as arguments
         pd = _providers_device(providers)
         if pd is not None:
@@ -180,7 +183,8 @@ class InferenceSession:
         self._device = device
         self._sess = _onyx.Session(self._model, threads=threads, device=device, optimization=optimization,
                                    disabled_passes=list(disabled_passes), profile=profile,
-                                   max_cached_graphs=max_cached_graphs, max_memory_bytes=max_memory_bytes)
+                                   max_cached_graphs=max_cached_graphs, max_memory_bytes=max_memory_bytes,
+                                   max_loop_iterations=max_loop_iterations)
         self._inputs = [NodeArg(i) for i in self._model.inputs]
         self._outputs = [NodeArg(o) for o in self._model.outputs]
         self._kinds = {i.name: i.kind for i in self._inputs}

@@ -518,10 +518,11 @@ NB_MODULE(_onyx, m) {
           "__init__",
           [](PySession* self, std::shared_ptr<Model> model, int threads, const std::string& device,
              const std::string& optimization, std::vector<std::string> disabledPasses, bool profile,
-             size_t maxCachedGraphs, size_t maxMemoryBytes) {
+             size_t maxCachedGraphs, size_t maxMemoryBytes, int64_t maxLoopIterations) {
             SessionOptions o;
             o.maxCachedGraphs = maxCachedGraphs;
             o.maxMemoryBytes = maxMemoryBytes;
+            o.maxLoopIterations = maxLoopIterations;
             o.threads = threads;
             o.device = deviceOf(device);
             o.optimization = optLevelOf(optimization);
@@ -533,7 +534,7 @@ NB_MODULE(_onyx, m) {
           },
           "model"_a, "threads"_a = 0, "device"_a = "cpu", "optimization"_a = "all",
           "disabled_passes"_a = std::vector<std::string>{}, "profile"_a = false, "max_cached_graphs"_a = 64,
-          "max_memory_bytes"_a = 0)
+          "max_memory_bytes"_a = 0, "max_loop_iterations"_a = int64_t(1) << 20)
       .def("run", &PySession::run, "outputs"_a.none(), "feeds"_a)
       .def_prop_ro("graphs_built", [](PySession& s) { return s.session->graphsBuilt(); })
       .def_prop_ro("graphs_cached", [](PySession& s) { return s.session->graphsCached(); })

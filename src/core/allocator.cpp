@@ -29,6 +29,16 @@ thread_local size_t tAllocationLimit = 0;  // 0: none
 ScopedAllocationLimit::ScopedAllocationLimit(size_t bytes) : previous_(tAllocationLimit) { tAllocationLimit = bytes; }
 ScopedAllocationLimit::~ScopedAllocationLimit() { tAllocationLimit = previous_; }
 size_t allocationLimit() { return tAllocationLimit; }
+
+namespace {
+thread_local int64_t tLoopLimit = kDefaultLoopIterations;
+}
+ScopedLoopLimit::ScopedLoopLimit(int64_t iterations) : previous_(tLoopLimit) {
+  ONYX_CHECK(iterations >= 1, "the loop iteration limit must be at least 1, got ", iterations);
+  tLoopLimit = iterations;
+}
+ScopedLoopLimit::~ScopedLoopLimit() { tLoopLimit = previous_; }
+int64_t loopIterationLimit() { return tLoopLimit; }
 void checkHostAllocation(size_t bytes, const char* what) {
   ONYX_CHECK(!tAllocationLimit || bytes <= tAllocationLimit, "memory limit: ", what, " of ", bytes,
              " bytes is larger than the limit of ", tAllocationLimit, " bytes (raise maxMemoryBytes / --max-memory)");

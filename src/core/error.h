@@ -12,14 +12,19 @@
 
 namespace onyx {
 
+// `msg` with its control characters escaped (a newline as \n, others as
+// \xNN): an error is one line even when it quotes a name or a string from
+// a file (a model may name a node "a\nb").
+std::string oneLine(const std::string& msg);
+
 class Error : public std::runtime_error {
 public:
-  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+  explicit Error(const std::string& msg) : std::runtime_error(oneLine(msg)) {}
 };
 
 class InternalError : public std::logic_error {
 public:
-  explicit InternalError(const std::string& msg) : std::logic_error(msg) {}
+  explicit InternalError(const std::string& msg) : std::logic_error(oneLine(msg)) {}
 };
 
 namespace detail {

@@ -1,6 +1,7 @@
 #include <onyx/graph/onnx_import.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include <onyx/core/allocation_limit.h>
 #include <onyx/graph/expression_graph.h>
@@ -30,6 +31,17 @@ std::vector<int64_t> OnnxImportCtx::ints(size_t i) {
   check(isInt(t->type()), "input ", i, " must be an integer tensor, got ", t->type());
   // int64s from int8s take 8 times the tensor's bytes: held to the run's limit.
   checkHostAllocation(static_cast<size_t>(t->size()) * sizeof(int64_t), "the integer values of an input");
+  if(t->type() == Type::uint64) {  // exactly: no value past INT64_MAX wraps (through double it was UB)
+    Tensor h = t->onHost() ? t : t->hostCopy();
+    const uint64_t* u = h->data<uint64_t>();
+    std::vector<int64_t> v(static_cast<size_t>(h->size()));
+    for(size_t k = 0; k < v.size(); ++k) {
+      check(u[k] <= static_cast<uint64_t>(INT64_MAX), "input ", i, " holds ", u[k], " at ", k,
+            ", more than an int64 can hold");
+      v[k] = static_cast<int64_t>(u[k]);
+    }
+    return v;
+  }
   return t->toVector<int64_t>();
 }
 
@@ -42,7 +54,7 @@ double OnnxImportCtx::scalar(size_t i) {
 int64_t OnnxImportCtx::intScalar(size_t i) {
   Tensor t = value(i);
   check(t->size() == 1, "input ", i, " must hold one value, got shape ", t->shape());
-  if(isInt(t->type())) return t->toVector<int64_t>()[0];
+  if(isInt(t->type())) return ints(i)[0];
   double v = t->getAsDouble(0);
   check(std::isfinite(v) && v >= -9.2e18 && v <= 9.2e18, "input ", i, " holds ", v, ", not a usable integer");
   return static_cast<int64_t>(v);

@@ -149,6 +149,8 @@ KernelFn elementwiseOn(Make make, VecMake vecMake = {}) {
       } else {
         if(On::vectorBinary(c, vecMake(c.attrs))) return;
       }
+    } else {
+      (void)vecMake;  // captured either way (clang: -Wunused-lambda-capture)
     }
     auto f = make(c.attrs);
     Types::dispatch(c.in[0]->type(), c.node.type().c_str(), [&](auto tag) {

@@ -146,6 +146,7 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
   // computed while its graph is built included; the workspace's own limit
   // (below) bounds their total.
   ScopedAllocationLimit limit(options_.maxMemoryBytes);
+  ScopedLoopLimit loops(options_.maxLoopIterations);
   std::unique_lock<std::mutex> profiling;
   if(profiler_) profiling = std::unique_lock<std::mutex>(profileMutex_);
   std::string key = signature(inputs);

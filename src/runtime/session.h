@@ -54,6 +54,10 @@ struct SessionOptions {
   // limit). A run that needs more stops with an onyx::Error naming the
   // request, instead of the process being killed for memory.
   size_t maxMemoryBytes = 0;
+  // The most iterations one Loop, or steps one Scan, may unroll while a
+  // graph is built (Onyx unrolls them): more is an onyx::Error naming the
+  // node, instead of a graph that grows without bound.
+  int64_t maxLoopIterations = int64_t(1) << 20;
 };
 
 class Session {

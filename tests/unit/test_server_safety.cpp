@@ -254,6 +254,91 @@ TEST(ServerSession, MemoryLimitCoversTheImportersHostCopies) {
   }
 }
 
+// A model controls the names its errors quote: they stay one line (the
+// libFuzzer target found a node input named "\x08\x04\x12\x0c\n...").
+TEST(Errors, AreOneLineWhateverTheyQuote) {
+  EXPECT_STREQ(Error("input 'a\nb\tc\x01' is missing").what(), "input 'a\\nb\\tc\\x01' is missing");
+  EXPECT_STREQ(Error("plain").what(), "plain");
+  EXPECT_STREQ(InternalError(std::string("x\0y", 3)).what(), "x\\x00y");
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(Type::float32));
+  addNode(g, "Relu", {"line1\nline2"}, "y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  try {
+    Session(Model::fromBytes(bytes, "names.onnx")).run({});
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'line1\\nline2'"), std::string::npos) << msg;
+  }
+}
+
+// Loop is unrolled while the graph is built: its iterations are bounded by
+// SessionOptions::maxLoopIterations (issue 19: "bounded by an option").
+TEST(ServerSession, LoopIterationsAreBoundedByAnOption) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("loop");
+  auto declare = [](::onnx::ValueInfoProto* v, const char* name, Type t) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(t));
+  };
+  declare(g->add_input(), "m", Type::int64);
+  declare(g->add_input(), "v", Type::float32);
+  declare(g->add_output(), "y", Type::float32);
+  auto* loop = g->add_node();
+  loop->set_op_type("Loop");
+  loop->add_input("m");
+  loop->add_input("");
+  loop->add_input("v");
+  loop->add_output("y");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(::onnx::AttributeProto::GRAPH);
+  auto* body = a->mutable_g();
+  body->set_name("body");
+  declare(body->add_input(), "i", Type::int64);
+  declare(body->add_input(), "c", Type::boolean);
+  declare(body->add_input(), "x", Type::float32);
+  declare(body->add_output(), "c_out", Type::boolean);
+  declare(body->add_output(), "x_out", Type::float32);
+  addNode(body, "Identity", {"c"}, "c_out");
+  addNode(body, "Relu", {"x"}, "x_out");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  auto model = Model::fromBytes(bytes, "loop.onnx");
+  auto feeds = [](int64_t trips) {
+    return std::map<std::string, Tensor>{{"m", TensorBase::fromVector<int64_t>({}, {trips})},
+                                         {"v", TensorBase::fromVector<float>({2}, {-1.f, 2.f})}};
+  };
+  SessionOptions o;
+  o.maxLoopIterations = 10;
+  Session s(model, o);
+  EXPECT_EQ(s.run(feeds(10)).at("y")->toVector<float>(), std::vector<float>({0.f, 2.f}));
+  try {
+    s.run(feeds(11));
+    FAIL() << "no error";
+  } catch(const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("more than 10 iterations"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Loop"), std::string::npos) << msg;
+  }
+  // The default (2^20) lets the same run through.
+  EXPECT_EQ(Session(model).run(feeds(11)).at("y")->toVector<float>(), std::vector<float>({0.f, 2.f}));
+  o.maxLoopIterations = 0;
+  EXPECT_THROW(Session(model, o).run(feeds(1)), Error);
+}
+
 TEST(CheckedSizes, ShapesBeyondTheLimitAreErrors) {
   EXPECT_THROW(Shape({int64_t(1) << 30, int64_t(1) << 30, int64_t(1) << 30}), Error);
   EXPECT_THROW(Shape({int64_t(1) << 62, 4}), Error);  // wraps to 0 in 64 bits
