@@ -123,6 +123,28 @@ def test_cache_bound_and_memory_limit(models):
     np.testing.assert_array_equal(small.run(None, make_models.make_inputs("mlp", 2))[0], ys[2])
 
 
+def test_loop_iterations_are_bounded(tmp_path):
+    # Loop(M, v) with a Relu body: Onyx unrolls it while the graph is built,
+    # at most max_loop_iterations times.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Relu", ["x"], ["x_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [2])])
+    g = helper.make_graph([helper.make_node("Loop", ["m", "", "v"], ["y"], body=body)], "loop",
+                          [helper.make_tensor_value_info("m", TensorProto.INT64, []),
+                           helper.make_tensor_value_info("v", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    v = np.array([-1, 2], np.float32)
+    sess = onyx.InferenceSession(model.SerializeToString(), max_loop_iterations=5)
+    np.testing.assert_array_equal(sess.run(None, {"m": np.array(5), "v": v})[0], [0, 2])
+    with pytest.raises(onyx.OnyxError, match="more than 5 iterations"):
+        sess.run(None, {"m": np.array(6), "v": v})
+
+
 def test_dlpack_with_pytorch(models):
     torch = pytest.importorskip("torch")  # the test command installs torch: never skipped in CI
     sess = onyx.InferenceSession(models["mlp"])
