@@ -1,5 +1,6 @@
 #include <onyx/converters/onnx_importer.h>
 
+#include <cmath>
 #include <new>
 #include <stdexcept>
 
@@ -154,7 +155,12 @@ public:
   int64_t attrInt(const char* name, int64_t def) override {
     auto* a = get(name);
     if(!a) return def;
-    if(a->type() == ::onnx::AttributeProto::FLOAT) return static_cast<int64_t>(a->f());
+    if(a->type() == ::onnx::AttributeProto::FLOAT) {  // a float where an int is meant: truncated, if it fits
+      const float f = a->f();
+      check(std::isfinite(f) && f >= -9.2e18f && f <= 9.2e18f, "attribute '", name, "' is ", f,
+            ", not a usable integer");
+      return static_cast<int64_t>(f);
+    }
     expect(*a, ::onnx::AttributeProto::INT);
     return a->i();
   }

@@ -5,13 +5,15 @@
 #   tools/dev.sh sanitize  the tools built with ASan + UBSan (build-asan, CUDA
 #                       off) run ONNX's node tests, the CLI checks, the fuzz
 #                       regressions and a fixed fuzz run (FUZZ_RUNS, default
-#                       600); then the server tests under TSan (build-tsan);
-#                       any sanitizer report fails it (docs/security.md)
+#                       600); then the libFuzzer target (below, FUZZ_EXECS);
+#                       then the server tests under TSan (build-tsan); any
+#                       sanitizer report fails it (docs/security.md)
 #   tools/dev.sh fuzz   the libFuzzer target (tests/fuzz/fuzz_model.cpp) built
 #                       with clang, ASan + UBSan (build-fuzz), on a seed corpus
 #                       of ONNX's node tests and the bundled models, for
-#                       FUZZ_SECONDS (default 180); a finding fails it and is
-#                       kept in build-fuzz/findings (sanitize runs it too)
+#                       FUZZ_EXECS inputs (default 60000, about 2.5 minutes); a
+#                       finding fails it and is kept in build-fuzz/findings
+#                       (sanitize runs it too)
 #   tools/dev.sh bench [ARGS]  install deps (+ torchvision), build, run
 #                       tools/bench_vs_ort.py ARGS (docs/performance.md)
 # BUILD_DIR (default: build) and JOBS (default: nproc) can be overridden.
@@ -82,7 +84,10 @@ node_tests() {
 
 # The libFuzzer target: clang's ASan + UBSan over libonyx with the coverage
 # instrumentation libFuzzer steers by (fuzzer-no-link), the target linked with
-# -fsanitize=fuzzer. Longer runs: FUZZ_SECONDS=3600 FUZZ_SEED=$RANDOM.
+# -fsanitize=fuzzer. CI's budget is a fixed count of inputs (FUZZ_EXECS,
+# 60000: about 2.5 minutes here), seed 1 from the seeds alone, so that a run
+# is repeatable; FUZZ_SECONDS (600) caps it. Longer runs:
+# FUZZ_EXECS=-1 FUZZ_SECONDS=3600 FUZZ_SEED=$RANDOM.
 fuzz() {
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   dpkg -s clang libclang-rt-14-dev >/dev/null 2>&1 || {
@@ -105,8 +110,8 @@ fuzz() {
   # malloc limit catches any single allocation beyond 1 GiB, its RSS limit a
   # run that grows past 4 GiB, its timeout a run over 60 s.
   ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$dir/onyx_fuzz_model" "$dir/corpus" "$dir/seeds" -max_total_time="${FUZZ_SECONDS:-180}" \
-    -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=1024 -max_len=1048576 \
+    "$dir/onyx_fuzz_model" "$dir/corpus" "$dir/seeds" -runs="${FUZZ_EXECS:-60000}" \
+    -max_total_time="${FUZZ_SECONDS:-600}" -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=1024 -max_len=1048576 \
     -artifact_prefix="$dir/findings/" -print_final_stats=1 -print_funcs=0
 }
 

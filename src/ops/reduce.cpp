@@ -86,11 +86,13 @@ Tensor keptView(KernelCtx& c) {
 // fold(acc, element), merge(acc, acc) (associative, for partial results on
 // the GPU) and finish(acc, count).
 
+// Integer sums and products wrap around (two's complement), as the
+// element-wise Add and Mul do: signed overflow would be undefined.
 struct Plus {
-  template <class A> ONYX_HD A operator()(A a, A b) const { return a + b; }
+  template <class A> ONYX_HD A operator()(A a, A b) const { return functional::wrapAdd(a, b); }
 };
 struct Times {
-  template <class A> ONYX_HD A operator()(A a, A b) const { return a * b; }
+  template <class A> ONYX_HD A operator()(A a, A b) const { return functional::wrapMul(a, b); }
 };
 template <class A>
 ONYX_HD bool isNan(A v) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <onyx/core/checked.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/kernel_helpers.h>
@@ -401,7 +402,11 @@ std::string resolveResize(const Shape& xs, const std::vector<int64_t>& axes, con
     for(size_t i = 0; i < na; ++i) {
       if(!(scales[i] > 0)) return str("scales must be > 0, got ", scales[i]);
       fullScales[size_t(axes[i])] = scales[i];
-      outDims[size_t(axes[i])] = int64_t(std::floor(double(xs[int(axes[i])]) * scales[i]));
+      const double d = std::floor(double(xs[int(axes[i])]) * scales[i]);
+      // Checked before the conversion (beyond int64 it is undefined).
+      if(!(d <= double(kMaxTensorElements)))
+        return str("scale ", scales[i], " makes axis ", axes[i], " ", d, " long, more than 2^56");
+      outDims[size_t(axes[i])] = int64_t(d);
     }
   } else if(policy == "stretch") {
     for(size_t i = 0; i < na; ++i) {

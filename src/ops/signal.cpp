@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <onyx/core/allocation_limit.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/ops/elementwise.h>
@@ -86,10 +87,12 @@ template <class F>
 Expr windowConstant(ExpressionGraph& graph, const char* what, int64_t size, bool periodic, Type type, F f) {
   ONYX_CHECK(size >= 0, what, ": size must be >= 0, got ", size);
   ONYX_CHECK(isComputeType(type) && type != Type::boolean, what, ": output type ", type, " is not a numeric type");
+  const Shape shape{size};  // checked: at most 2^56 elements
+  checkHostAllocation(static_cast<size_t>(size) * sizeof(double), "the window's values");
   std::vector<double> v(static_cast<size_t>(size));
   const double N = double(periodic ? size : size - 1);
   for(int64_t i = 0; i < size; ++i) v[size_t(i)] = size == 1 ? 1.0 : f(double(i), N);
-  return graph.constant(Shape{size}, inits::fromVector(v), type);
+  return graph.constant(shape, inits::fromVector(v), type);
 }
 
 }  // namespace
@@ -194,6 +197,10 @@ Expr mel_weight_matrix(ExpressionGraph& graph, int64_t numMelBins, int64_t dftLe
   ONYX_CHECK(isComputeType(type) && type != Type::boolean, "mel_weight_matrix: output type ", type,
              " is not a numeric type");
   const int64_t bins = dftLength / 2 + 1;
+  // The output's size, checked (at most 2^56 elements) before anything of it
+  // is allocated; its float64 values are held to the run's memory limit.
+  const Shape outShape{bins, numMelBins};
+  checkHostAllocation(static_cast<size_t>(outShape.elements()) * sizeof(double), "mel_weight_matrix's values");
   auto toMel = [](double hz) { return 2595 * std::log10(1 + hz / 700); };
   const double lo = toMel(lowerHz), hi = toMel(upperHz);
   const double step = (hi - lo) / double(numMelBins + 2);
@@ -214,7 +221,7 @@ Expr mel_weight_matrix(ExpressionGraph& graph, int64_t numMelBins, int64_t dftLe
       for(int64_t j = l; j <= m; ++j) at(j, i) = double(j - l) / double(m - l);
     for(int64_t j = m; j < h; ++j) at(j, i) = double(h - j) / double(h - m);
   }
-  return graph.constant(Shape{bins, numMelBins}, inits::fromVector(w), type);
+  return graph.constant(outShape, inits::fromVector(w), type);
 }
 
 }  // namespace onyx

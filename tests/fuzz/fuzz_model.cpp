@@ -69,8 +69,9 @@ Tensor makeInput(const ValueInfo& vi) {
   int64_t n = 1;
   for(int64_t d : vi.dims) {
     int64_t k = d < 0 ? 2 : d;
+    if(k > kMaxInputElements) return nullptr;  // (a 0 elsewhere would empty it: not worth the run)
     dims.push_back(k);
-    n *= k;
+    n *= k;  // both at most kMaxInputElements: no overflow
     if(n > kMaxInputElements) return nullptr;
   }
   Type t = vi.type == Type::undefined ? Type::float32 : vi.type;
