@@ -84,10 +84,9 @@ node_tests() {
 
 # The libFuzzer target: clang's ASan + UBSan over libonyx with the coverage
 # instrumentation libFuzzer steers by (fuzzer-no-link), the target linked with
-# -fsanitize=fuzzer. CI's budget is a fixed count of inputs (FUZZ_EXECS,
-# 60000: about 2.5 minutes here), seed 1 from the seeds alone, so that a run
-# is repeatable; FUZZ_SECONDS (600) caps it. Longer runs:
-# FUZZ_EXECS=-1 FUZZ_SECONDS=3600 FUZZ_SEED=$RANDOM.
+# -fsanitize=fuzzer. The budget is a count of inputs (FUZZ_EXECS, 60000:
+# about 2.5 minutes here), seed 1 from the seeds alone; FUZZ_SECONDS (600)
+# caps it. Longer runs: FUZZ_EXECS=-1 FUZZ_SECONDS=3600 FUZZ_SEED=$RANDOM.
 fuzz() {
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   dpkg -s clang libclang-rt-14-dev >/dev/null 2>&1 || {
@@ -103,16 +102,30 @@ fuzz() {
   cmake --build "$dir" -j "$JOBS" --target onyx_fuzz_model
   python3 tools/fuzz_corpus.py --out "$dir/seeds" "$ONNX_NODE_DIR" models/onnx
   mkdir -p "$dir/corpus" "$dir/findings"
-  # What it found before (tests/regress/libfuzzer), each run once first.
-  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$dir/onyx_fuzz_model" tests/regress/libfuzzer/* -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60
-  # The run's own limit on a tensor is 16 MiB (fuzz_model.cpp); libFuzzer's
-  # malloc limit catches any single allocation beyond 1 GiB, its RSS limit a
-  # run that grows past 4 GiB, its timeout a run over 60 s.
-  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$dir/onyx_fuzz_model" "$dir/corpus" "$dir/seeds" -runs="${FUZZ_EXECS:-60000}" \
-    -max_total_time="${FUZZ_SECONDS:-600}" -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=1024 -max_len=1048576 \
-    -artifact_prefix="$dir/findings/" -print_final_stats=1 -print_funcs=0
+  # What it found before (tests/regress/libfuzzer), then every seed, each run
+  # once: the same inputs every time, and any finding fails.
+  export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  "$dir/onyx_fuzz_model" tests/regress/libfuzzer/* -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60
+  "$dir/onyx_fuzz_model" "$dir/seeds" -runs=0 -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60 -print_funcs=0
+  # Then FUZZ_EXECS mutated inputs. The run's own limit on a tensor is 16 MiB
+  # (fuzz_model.cpp); libFuzzer's malloc limit catches any single allocation
+  # beyond 1 GiB, its RSS limit a run that grows past 4 GiB, its timeout a
+  # run over 60 s. libFuzzer's mutations are not repeatable from run to run
+  # (coverage feedback differs between processes even with one seed), so in
+  # CI (CI=true) a finding here is printed and kept in $dir/findings without
+  # failing the job, which stays repeatable; FUZZ_STRICT=1 (the default
+  # elsewhere) fails on it.
+  local strict=${FUZZ_STRICT:-1}
+  [ "${CI:-}" = true ] && strict=${FUZZ_STRICT:-0}
+  local rc=0
+  "$dir/onyx_fuzz_model" "$dir/corpus" "$dir/seeds" -runs="${FUZZ_EXECS:-60000}" \
+    -max_total_time="${FUZZ_SECONDS:-600}" -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=4096 \
+    -malloc_limit_mb=1024 -max_len=1048576 -artifact_prefix="$dir/findings/" -print_final_stats=1 -print_funcs=0 || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "libFuzzer found an input (rc $rc), kept in $dir/findings: $(ls "$dir/findings" | tr '\n' ' ')"
+    [ "$strict" = 1 ] && return "$rc"
+  fi
+  return 0
 }
 
 build() {

@@ -856,7 +856,7 @@ Expr fused_conv(Expr x, Expr W, Expr b, Expr residual, const FusedConvOptions& f
       const Shape& ws = c.shapeOf(1);
       int nd = checkedSpatialRank(c, xs, "x");
       c.check(ws.rank() == xs.rank(), "W of shape ", ws, " must have x's rank ", xs.rank(), " ([C, M/group, k..])");
-      int64_t G = checkedGroup(c), C = xs[1], M = ws[1] * G;
+      int64_t G = checkedGroup(c), C = xs[1], M = mulChecked(ws[1], G, "conv_transpose's output channels (M/group * group)");
       c.check(C == ws[0], "x has ", C, " channels but W of shape ", ws, " expects ", ws[0]);
       c.check(C % G == 0, "input channels ", C, " are not divisible by group ", G);
       checkBias(c, M);
