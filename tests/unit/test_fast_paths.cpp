@@ -1,7 +1,7 @@
 // Fast paths checked against the general code they stand beside, on what the
-// per-op harness does not vary: GEMM with one row or column (BLAS GEMV),
-// float pools (row-wise loops) against the integer pools (the per-output
-// loops) over many geometries, and NaN in a max pool.
+// per-op harness does not vary: GEMM with one row or column (oneDNN's sgemm,
+// or BLAS GEMV), float pools (row-wise loops) against the integer pools (the
+// per-output loops) over many geometries, and NaN in a max pool.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/onyx.h>
 
@@ -17,13 +18,19 @@ namespace onyx {
 namespace {
 
 // C = op(A) op(B) over doubles, for the GEMV forms of host::gemm.
+// Float32 products go to oneDNN's sgemm, and to OpenBLAS's GEMV/GEMM with
+// ONYX_DNNL=0: both paths, strided operands, beta 0 over NaN.
 TEST(FastPaths, GemmWithOneRowOrColumnIsGemv) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
-  for(int shape = 0; shape < 3; ++shape)
+  const bool wasOn = host::dnnlEnabled();
+  for(bool dnnl : {true, false})
+  for(int shape = 0; shape < 4; ++shape)
     for(int ta = 0; ta < 2; ++ta)
       for(int tb = 0; tb < 2; ++tb) {
-        const int64_t M = shape == 1 ? 5 : 1, N = shape == 0 ? 7 : 1, K = 9;
+        // [1 x 7], [5 x 1], [1 x 1], and a full [5 x 7] product.
+        const int64_t M = shape == 1 || shape == 3 ? 5 : 1, N = shape == 0 || shape == 3 ? 7 : 1, K = 9;
+        host::setDnnlEnabled(dnnl);
         // Leading dims larger than the matrices: strided rows and columns.
         const int64_t lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 3, ldc = N + 1;
         std::vector<float> A(size_t((ta ? K : M) * lda)), B(size_t((tb ? N : K) * ldb));
@@ -38,10 +45,12 @@ TEST(FastPaths, GemmWithOneRowOrColumnIsGemv) {
               for(int64_t k = 0; k < K; ++k)
                 want += 2.0 * A[size_t(ta ? k * lda + i : i * lda + k)] * B[size_t(tb ? j * ldb + k : k * ldb + j)];
               EXPECT_NEAR(C[size_t(i * ldc + j)], want, 1e-5)
-                  << "M " << M << " N " << N << " transA " << ta << " transB " << tb << " beta " << beta;
+                  << "M " << M << " N " << N << " transA " << ta << " transB " << tb << " beta " << beta
+                  << " oneDNN " << dnnl;
             }
         }
       }
+  host::setDnnlEnabled(wasOn);
 }
 
 // f(x) with x's values as a constant of type t, the result as doubles.

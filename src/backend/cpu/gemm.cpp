@@ -14,9 +14,6 @@ namespace host {
 
 namespace {
 
-// Up to this many rows a float GEMM goes to oneDNN (see gemmImpl).
-constexpr int64_t kFewRows = 64;
-
 // OpenBLAS runs a GEMM on one thread up to this many multiply-adds
 // (SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD in its interface/gemm.c), so
 // below it our own threads over the batch are the only parallelism there is.
@@ -110,6 +107,30 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
       return;
     }
     checkBlasDims(M, N, K, lda, ldb, ldc);
+    if constexpr(std::is_same<T, float>::value) {
+      // Every float32 product goes to oneDNN's sgemm, which picks its kernels
+      // from the CPU's instruction sets. OpenBLAS picks them from a table of
+      // CPU models: Debian's 0.3.21 does not know Emerald Rapids (family 6
+      // model 207) and falls back to its Prescott (SSE3) kernels, 15 GFLOP/s
+      // on one core where oneDNN's AVX-512 sgemm gives 86 (128 x 768 by
+      // 768 x 3072). With OpenBLAS's right kernels (OPENBLAS_CORETYPE=
+      // SkylakeX) oneDNN was still as fast or faster at every shape tried,
+      // matrix-vector products included (2 threads: 149 vs 122 GFLOP/s on
+      // that shape; 4 x 784 by 784 x 512: 38 vs 123 us; a GEMV streams the
+      // matrix once either way); on Zen 3 the two were even at 128 rows and
+      // more, and oneDNN ahead below (8 x 256 by 256 x 1024: 76 vs 98 us on 1
+      // thread). The price: oneDNN generates its kernels on the first call
+      // in a process, about 20 ms once. OpenBLAS stays for float64 and for
+      // ONYX_DNNL=0.
+      if(dnnlEnabled()) {
+        if(beta == 0)
+          for(int64_t i = 0; i < M; ++i)
+            for(int64_t j = 0; j < N; ++j) C[i * ldc + j] = 0.f;  // never read: no NaN from 0 * C
+        if(dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, static_cast<float>(alpha), A, lda, B, ldb,
+                      static_cast<float>(beta), C, ldc) == dnnl_success)
+          return;
+      }
+    }
     if(M == 1 || N == 1) {
       // A matrix-vector product (a recurrent step at batch 1, a linear layer
       // on one sample): GEMM would pack the whole matrix on every call, which
@@ -122,23 +143,6 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
       }
       gemv(transA, transB, M, N, K, static_cast<T>(alpha), A, lda, B, ldb, static_cast<T>(beta), C, ldc);
       return;
-    }
-    if constexpr(std::is_same<T, float>::value) {
-      // A few rows (a recurrent step at batch 8, a small batch through a
-      // linear layer): oneDNN's sgemm, which does not pack all of B per call
-      // as OpenBLAS does (8 x 256 by 256 x 1024: 76 vs 98 us on 1 thread,
-      // 40 vs 108 us on 2; 64 x 512 by 512 x 512: 190 vs 225 us on 2; Zen 3).
-      // At 128 rows and more they are even (BERT's layers stay on OpenBLAS).
-      // The price: oneDNN generates its sgemm kernels on the first call in a
-      // process, about 20 ms once (the MLP's first run: 3 -> 21 ms).
-      if(M <= kFewRows && dnnlEnabled()) {
-        if(beta == 0)
-          for(int64_t i = 0; i < M; ++i)
-            for(int64_t j = 0; j < N; ++j) C[i * ldc + j] = 0.f;  // never read: no NaN from 0 * C
-        if(dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, static_cast<float>(alpha), A, lda, B, ldb,
-                      static_cast<float>(beta), C, ldc) == dnnl_success)
-          return;
-      }
     }
     auto ta = transA ? CblasTrans : CblasNoTrans;
     auto tb = transB ? CblasTrans : CblasNoTrans;
