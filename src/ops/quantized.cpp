@@ -65,6 +65,19 @@ int64_t intAt(const TensorBase& t, int64_t i) {
   return 0;
 }
 
+// to[i] = from[i] + 128: int8 values as uint8 (with the zero point moved by
+// 128, the same differences), for oneDNN's u8 x s8 kernels. The pointers are
+// copied into restrict locals: uint8 stores may alias anything, and through
+// the lambda's captures they kept this loop scalar, reloading both pointers
+// per element (1 ms of a 1.3 ms depthwise convolution in MobileNetV2).
+void toUnsigned(const int8_t* from, uint8_t* to, int64_t n) {
+  host::parallelFor(n, n, [from, to](int64_t b, int64_t e) {
+    const int8_t* __restrict f = from;
+    uint8_t* __restrict t = to;
+    for(int64_t i = b; i < e; ++i) t[i] = static_cast<uint8_t>(static_cast<uint8_t>(f[i]) ^ 0x80u);
+  });
+}
+
 // Entry m, or the only one.
 float perChannelF(const TensorBase& t, int64_t m) { return t.data<float>()[t.size() == 1 ? 0 : m]; }
 
@@ -262,12 +275,8 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
   Tensor shifted;
   if(c.in[kX]->type() == Type::int8) {  // as u8: x + 128 with the zero point + 128
     shifted = c.scratch(c.in[kX]->shape(), Type::uint8);
-    const int8_t* from = c.in[kX]->data<int8_t>();
-    uint8_t* to = shifted->data<uint8_t>();
-    host::parallelFor(c.in[kX]->size(), c.in[kX]->size(), [&](int64_t b, int64_t e) {
-      for(int64_t i = b; i < e; ++i) to[i] = uint8_t(int(from[i]) + 128);
-    });
-    x = to;
+    toUnsigned(c.in[kX]->data<int8_t>(), shifted->data<uint8_t>(), c.in[kX]->size());
+    x = shifted->data<uint8_t>();
     xzp += 128;
   }
   host::dnnlQConvRun(*s.dnnl, x, int32_t(xzp), c.out.raw(), int32_t(intAt(*c.in[kYZp], 0)));
@@ -530,10 +539,8 @@ void matmulIntegerKernel(KernelCtx& c) {
       Tensor shifted;
       if(A.type() == Type::int8) {
         shifted = c.scratch(A.shape(), Type::uint8);
-        uint8_t* to = shifted->data<uint8_t>();
-        const int8_t* from = A.data<int8_t>();
-        for(int64_t i = 0; i < A.size(); ++i) to[i] = uint8_t(int(from[i]) + 128);
-        a8 = to;
+        toUnsigned(A.data<int8_t>(), shifted->data<uint8_t>(), A.size());
+        a8 = shifted->data<uint8_t>();
         azp += 128;
       }
       host::dnnlQMatMulRun(*q, a8, int32_t(azp), y);
