@@ -12,6 +12,7 @@
 
 #include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/backend/cpu/parallel.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -145,6 +146,43 @@ TEST(FastPaths, MaxPoolPropagatesNaN) {
   ASSERT_EQ(y.size(), 2u);
   EXPECT_EQ(y[0], 6);
   EXPECT_TRUE(std::isnan(y[1]));
+}
+
+// float32 max and min over contiguous rows (and whole tensors, in parallel
+// chunks) compare in float lanes; float64 takes the general fold. Both give
+// the same values, a row's NaN included, over lengths around the lane
+// count and the chunk size.
+TEST(FastPaths, FloatMaxMinRowsMatchTheFold) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-100, 100);
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int> axes;
+  };
+  const std::vector<Case> cases = {{{1}, {}},          {{15}, {}},           {{16}, {}},
+                                   {{17}, {}},         {{3, 33}, {1}},       {{2, 5, 40}, {1, 2}},
+                                   {{4, 7}, {}},       {{200001}, {}},       {{2, 3, 64}, {2}},
+                                   {{6, 16}, {0}}};  // the last: not a suffix (the fold)
+  const int threadsBefore = host::numThreads();
+  for(const Case& cs : cases)
+    for(int nanAt : {-1, 0, 5})
+      for(int threads : {1, 2}) {
+        Tensor x = TensorBase::create(Shape(cs.shape), Type::float32);
+        for(int64_t i = 0; i < x->size(); ++i) x->data<float>()[i] = u(rng);
+        if(nanAt >= 0 && nanAt < x->size()) x->data<float>()[x->size() - 1 - nanAt] = std::nanf("");
+        host::setNumThreads(threads);
+        for(bool isMax : {true, false}) {
+          auto f = [&](Expr e) { return isMax ? max(e, cs.axes, false) : min(e, cs.axes, false); };
+          std::vector<double> got = runOn(x, Type::float32, f), want = runOn(x, Type::float64, f);
+          ASSERT_EQ(got.size(), want.size());
+          for(size_t i = 0; i < got.size(); ++i) {
+            if(std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << "row " << i;
+            else EXPECT_EQ(got[i], want[i]) << (isMax ? "max" : "min") << " row " << i << " of shape "
+                                            << Shape(cs.shape) << " nan at " << nanAt;
+          }
+        }
+      }
+  host::setNumThreads(threadsBefore);
 }
 
 // A batch norm whose parameters are constants (a model imported for
