@@ -14,6 +14,9 @@
 #include <onyx/graph/onnx_import.h>
 #include <onyx/ops/elementwise_onnx.h>
 #include <onyx/ops/kernel_helpers.h>
+#ifndef ONYX_GPU_PLUGIN
+#include <onyx/backend/cpu/dnnl_conv.h>
+#endif
 
 namespace onyx {
 
@@ -143,6 +146,14 @@ ONYX_OP(kGelu, "gelu")
     })
     .kernel(ops::onDevices([](auto on, KernelCtx& c) {
       bool tanhForm = c.attrs.s("approximate") == "tanh";
+#ifndef ONYX_GPU_PLUGIN
+      if constexpr(std::is_same<decltype(on), ops::OnHost>::value) {
+        const TensorBase& x = *c.in[0];
+        if(x.type() == Type::float32 && c.out.type() == Type::float32 && x.shape() == c.out.shape() &&
+           host::dnnlGelu(tanhForm, x.data<float>(), c.out.data<float>(), x.size()))
+          return;
+      }
+#endif
       if(on.vectorUnary(c, tanhForm ? host::vec::geluTanh : host::vec::geluErf)) return;
       if(tanhForm)
         runUnaryFloat(on, c, 0.5 * _2 * (1.0 + tanh(kSqrt2OverPi * (_2 + kGeluCubic * _2 * _2 * _2))));

@@ -739,6 +739,37 @@ bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float*
   return run(Kind::GradWeight, cd, nd, ptr, nullptr, nullptr, nullptr);
 }
 
+bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n) {
+  if(!dnnlEnabled() || n <= 0 || n >= (int64_t(1) << 31)) return false;
+  // One primitive per form and length, per calling thread (a model has a few
+  // lengths; the map is cleared past 64 of them). A declined one is kept as
+  // an empty primitive, so it is not asked again.
+  thread_local std::unordered_map<int64_t, std::shared_ptr<dnnl::eltwise_forward>> made[2];
+  auto& cache = made[tanhForm ? 1 : 0];
+  auto it = cache.find(n);
+  if(it == cache.end()) {
+    if(cache.size() >= 64) cache.clear();
+    std::shared_ptr<dnnl::eltwise_forward> prim;
+    try {
+      const memory::desc md({n}, memory::data_type::f32, Tag::a);
+      const auto alg = tanhForm ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf;
+      dnnl::eltwise_forward::primitive_desc pd(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, md, 0.f, 0.f), cpuEngine());
+      if(std::string(pd.impl_info_str()).rfind("ref", 0) != 0) prim = std::make_shared<dnnl::eltwise_forward>(pd);
+    } catch(const dnnl::error&) {
+    }
+    it = cache.emplace(n, prim).first;
+  }
+  if(!it->second) return false;
+  const memory::desc md({n}, memory::data_type::f32, Tag::a);
+  const dnnl::engine& eng = cpuEngine();
+  memory xm(md, eng, const_cast<float*>(x)), ym(md, eng, y);
+  dnnl::stream& strm = threadStream();
+  it->second->execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+  strm.wait();
+  return true;
+}
+
 bool dnnlEnabled() { return enabledFlag().load(); }
 
 void setDnnlEnabled(bool on) { enabledFlag().store(on); }

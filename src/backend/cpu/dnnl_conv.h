@@ -130,6 +130,16 @@ bool dnnlInt8Exact(int wMaxAbs);
 // Whether oneDNN uses VNNI instructions on this CPU.
 bool dnnlHasVnni();
 
+// ---- element-wise
+
+// y[i] = gelu(x[i]) over n contiguous float32s (y == x allowed) through
+// oneDNN's eltwise kernels: erf form (tanhForm false) or tanh form. Within
+// 2.1 eps |x| of the exact GELU on [-8, 8] (vecmath.h's bound for gelu is
+// 4 ULP plus 4 eps |x|), and 3.7x faster than SLEEF's erf (BERT-base:
+// 393,216 elements, 1.47 -> 0.40 ms on one core). False, nothing written,
+// when oneDNN is off or declines.
+bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n);
+
 // Whether callers should take the oneDNN path: on unless the environment
 // has ONYX_DNNL=0 (for A/B timings); tests switch it with setDnnlEnabled.
 bool dnnlEnabled();
