@@ -9,8 +9,12 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include <onyx/backend/cpu/vecmath.h>
+#ifndef ONYX_GPU_PLUGIN
+#include <onyx/backend/cpu/dnnl_conv.h>
+#endif
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -42,6 +46,35 @@ void softmaxLines(const TensorBase& xt, TensorBase& yt, int axis, bool logOut) {
   const T* x = xt.data<T>();
   T* y = yt.data<T>();
   const int64_t n = lines.n, st = lines.inner;
+#ifndef ONYX_GPU_PLUGIN
+  if constexpr(std::is_same<T, float>::value) {
+    // float32 without NaN: oneDNN's softmax kernels (BERT-base's attention,
+    // 12 x 128 lines of 128 per head group: 0.58 -> see docs/performance.md);
+    // NaN lines keep the loops below, which give NaN for the whole line.
+    // Another axis is moved last around the call, so that every axis gives
+    // the bits the last axis gives (an exported opset-12 Softmax transposes
+    // the axis last: the round trip must compute the same).
+    int64_t bad = 0;
+    const int64_t total = xt.size();
+    for(int64_t i = 0; i < total; ++i) bad += int64_t(x[i] != x[i]);
+    if(bad == 0) {
+      if(st == 1) {
+        if(host::dnnlSoftmax(logOut, x, y, lines.outer, n, 1)) return;
+      } else {
+        std::vector<float> moved(static_cast<size_t>(total));
+        for(int64_t o = 0; o < lines.outer; ++o)
+          for(int64_t j = 0; j < n; ++j)
+            for(int64_t i = 0; i < st; ++i) moved[size_t((o * st + i) * n + j)] = x[(o * n + j) * st + i];
+        if(host::dnnlSoftmax(logOut, moved.data(), moved.data(), lines.outer * st, n, 1)) {
+          for(int64_t o = 0; o < lines.outer; ++o)
+            for(int64_t j = 0; j < n; ++j)
+              for(int64_t i = 0; i < st; ++i) y[(o * n + j) * st + i] = moved[size_t((o * st + i) * n + j)];
+          return;
+        }
+      }
+    }
+  }
+#endif
   host::parallelFor(lines.count(), xt.size(), [&](int64_t b, int64_t e) {
     std::vector<float> line;
     for(int64_t k = b; k < e; ++k) {

@@ -770,6 +770,54 @@ bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n) {
   return true;
 }
 
+bool dnnlSoftmax(bool logOut, const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
+  const int64_t lim = int64_t(1) << 31;
+  if(!dnnlEnabled() || outer <= 0 || n <= 0 || inner <= 0 || outer >= lim || n >= lim || inner >= lim ||
+     outer * n * inner >= lim)
+    return false;
+  // One primitive per shape and form, per calling thread (cleared past 64).
+  struct Key {
+    int64_t outer, n, inner;
+    bool log;
+    bool operator==(const Key& o) const { return outer == o.outer && n == o.n && inner == o.inner && log == o.log; }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()(k.outer * 1000003 + k.n * 131 + k.inner * 7 + (k.log ? 1 : 0));
+    }
+  };
+  thread_local std::unordered_map<Key, std::shared_ptr<dnnl::primitive>, Hash> made;
+  const Key key{outer, n, inner, logOut};
+  auto it = made.find(key);
+  const memory::desc md({outer, n, inner}, memory::data_type::f32, Tag::abc);
+  if(it == made.end()) {
+    if(made.size() >= 64) made.clear();
+    std::shared_ptr<dnnl::primitive> prim;
+    try {
+      const auto kind = dnnl::prop_kind::forward_inference;
+      std::string impl;
+      if(logOut) {
+        dnnl::logsoftmax_forward::primitive_desc pd(dnnl::logsoftmax_forward::desc(kind, md, 1), cpuEngine());
+        impl = pd.impl_info_str();
+        if(impl.rfind("ref", 0) != 0) prim = std::make_shared<dnnl::logsoftmax_forward>(pd);
+      } else {
+        dnnl::softmax_forward::primitive_desc pd(dnnl::softmax_forward::desc(kind, md, 1), cpuEngine());
+        impl = pd.impl_info_str();
+        if(impl.rfind("ref", 0) != 0) prim = std::make_shared<dnnl::softmax_forward>(pd);
+      }
+    } catch(const dnnl::error&) {
+    }
+    it = made.emplace(key, prim).first;
+  }
+  if(!it->second) return false;
+  const dnnl::engine& eng = cpuEngine();
+  memory xm(md, eng, const_cast<float*>(x)), ym(md, eng, y);
+  dnnl::stream& strm = threadStream();
+  it->second->execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+  strm.wait();
+  return true;
+}
+
 bool dnnlEnabled() { return enabledFlag().load(); }
 
 void setDnnlEnabled(bool on) { enabledFlag().store(on); }

@@ -140,6 +140,13 @@ bool dnnlHasVnni();
 // when oneDNN is off or declines.
 bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n);
 
+// y = softmax (or log-softmax) of x [outer, n, inner] along its middle axis,
+// float32, through oneDNN's softmax kernels (y == x allowed). The caller
+// checks x for NaN first (oneDNN's max does not propagate it). False,
+// nothing written, when oneDNN is off or has only its reference kernel for
+// the shape.
+bool dnnlSoftmax(bool logOut, const float* x, float* y, int64_t outer, int64_t n, int64_t inner);
+
 // Whether callers should take the oneDNN path: on unless the environment
 // has ONYX_DNNL=0 (for A/B timings); tests switch it with setDnnlEnabled.
 bool dnnlEnabled();
