@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <onyx/core/allocation_limit.h>
+#include <onyx/core/checked.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -512,15 +514,19 @@ Expr affine_grid(Expr theta, const std::vector<int64_t>& spatial, bool alignCorn
   int64_t points = 1;
   for(auto d : spatial) {
     ONYX_CHECK(d >= 1, "affine_grid: spatial sizes must be >= 1, got ", d);
-    points *= d;
+    points = mulChecked(points, d, "affine_grid: the output's spatial size");
   }
+  // The base grid is built on the host: held to the run's memory limit.
+  const int64_t baseSize = mulChecked(points, r + 1, "affine_grid: the base grid's size");
+  const int64_t baseBytes = mulChecked(baseSize, int64_t(sizeof(double)), "affine_grid: the base grid's bytes");
+  checkHostAllocation(static_cast<size_t>(baseBytes), "affine_grid's base grid");
   // Normalised coordinate of position i of n.
   auto coord = [&](int64_t i, int64_t n) {
     if(alignCorners) return n == 1 ? -1.0 : -1 + 2.0 * double(i) / double(n - 1);
     return -1 + (2.0 * double(i) + 1) / double(n);
   };
   // base[p] = (x, y[, z], 1): x along the last spatial dim.
-  std::vector<double> base(size_t(points * (r + 1)));
+  std::vector<double> base(static_cast<size_t>(baseSize));
   for(int64_t p = 0; p < points; ++p) {
     int64_t rem = p;
     for(int a = r - 1; a >= 0; --a) {
