@@ -110,16 +110,19 @@ fuzz() {
   # Then FUZZ_EXECS mutated inputs. The run's own limit on a tensor is 16 MiB
   # (fuzz_model.cpp); libFuzzer's malloc limit catches any single allocation
   # beyond 1 GiB, its RSS limit a run that grows past 4 GiB, its timeout a
-  # run over 60 s. The run is repeatable: it starts from the seeds and an
-  # empty corpus (FUZZ_CORPUS, default $dir/corpus-run, emptied first) with
-  # seed FUZZ_SEED, and runs with address-space randomization off (setarch
-  # -R). With it on, hash tables keyed by pointers laid out differently in
-  # every process and libFuzzer's coverage feedback followed (two runs of
-  # 3,000 inputs kept 258 and 230 new units); off, two runs kept the same
-  # 265 units. So CI and a run here make the same inputs from the same
-  # build, and any finding fails (FUZZ_STRICT=0: report it and go on, for
-  # long exploratory runs).
+  # run over 60 s. It starts from the seeds and an empty corpus (FUZZ_CORPUS,
+  # default $dir/corpus-run, emptied first) with seed FUZZ_SEED, and runs
+  # with address-space randomization off (setarch -R): with it on, hash
+  # tables keyed by pointers lay out differently in every process and
+  # libFuzzer's coverage feedback follows (the seeds' coverage itself
+  # differed between runs). Off, the seeds give the same coverage every time
+  # and two runs of 3,000 inputs kept the same 265 units, but runs of 5,000
+  # still part ways (23,076 and 23,174 edges): the mutated inputs are not yet
+  # repeatable, so in CI (CI=true) a finding here is printed and kept in
+  # $dir/findings without failing the job; FUZZ_STRICT=1 (the default
+  # elsewhere) fails on it.
   local strict=${FUZZ_STRICT:-1}
+  [ "${CI:-}" = true ] && strict=${FUZZ_STRICT:-0}
   local corpus=${FUZZ_CORPUS:-$dir/corpus-run}
   [ -n "${FUZZ_CORPUS:-}" ] || rm -rf "$corpus"
   mkdir -p "$corpus"
