@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <onyx/converters/onnx_rules.h>
+#include <onyx/core/allocation_limit.h>
 #include <onyx/core/checked.h>
 #include <onyx/graph/expression_graph.h>
 
@@ -272,7 +273,11 @@ ONYX_ONNX_IMPORT(kOnnxTfIdf, "TfIdfVectorizer", 9).importer([](OnnxImportCtx& c)
       tok[static_cast<size_t>(i)] = x->get<int64_t>(i);
     }
   }
-  std::vector<double> cnt(static_cast<size_t>(mulChecked(rows, width, "TfIdfVectorizer output size")), 0.0);
+  // The counts and weights are host vectors: held to the run's memory limit.
+  const int64_t outElems = mulChecked(rows, width, "TfIdfVectorizer output size");
+  const int64_t outBytes = mulChecked(outElems, int64_t(sizeof(double)), "TfIdfVectorizer output bytes");
+  checkHostAllocation(static_cast<size_t>(outBytes), "TfIdfVectorizer's counts");
+  std::vector<double> cnt(static_cast<size_t>(outElems), 0.0);
   std::vector<int64_t> key;
   for(int64_t r = 0; r < rows; ++r) {
     const int64_t* row = tok.data() + r * cols;
