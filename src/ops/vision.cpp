@@ -560,33 +560,45 @@ Expr deform_conv(Expr x, Expr W, Expr offset, Expr b, Expr mask, const DeformCon
   };
   std::vector<int64_t> st = list(o.strides, 2, 1, "strides"), dl = list(o.dilations, 2, 1, "dilations");
   std::vector<int64_t> pd = list(o.pads, 4, 0, "pads");
-  ONYX_CHECK(G >= 1 && OG >= 1 && C % G == 0 && M % G == 0 && ws[1] * G == C && C % OG == 0,
+  // Every size below comes from the file: multiplied and added with checks.
+  ONYX_CHECK(G >= 1 && OG >= 1 && C % G == 0 && M % G == 0 && mulChecked(ws[1], G, "deform_conv: group") == C &&
+                 C % OG == 0,
              "deform_conv: x has ", C, " channels, W has shape ", ws, ", group ", G, ", offset_group ", OG,
              ": need C = W.shape[1] * group, M and C divisible by group, C divisible by offset_group");
-  ONYX_CHECK(os[0] == N && os[1] == OG * K * 2, "deform_conv: offset of shape ", os, " must be [", N, ", ",
-             OG * K * 2, ", oh, ow]");
+  const int64_t OGK = mulChecked(OG, K, "deform_conv: offset_group * kernel taps");
+  const int64_t OGK2 = mulChecked(OGK, 2, "deform_conv: offset channels");
+  ONYX_CHECK(os[0] == N && os[1] == OGK2, "deform_conv: offset of shape ", os, " must be [", N, ", ", OGK2,
+             ", oh, ow]");
   for(int a = 0; a < 2; ++a) {
-    int64_t in = xs[2 + a], k = ws[2 + a];
-    int64_t want = (in + pd[size_t(a)] + pd[size_t(a + 2)] - ((k - 1) * dl[size_t(a)] + 1)) / st[size_t(a)] + 1;
+    ONYX_CHECK(st[size_t(a)] >= 1 && dl[size_t(a)] >= 1, "deform_conv: strides and dilations must be >= 1");
+    const int64_t in = xs[2 + a], k = ws[2 + a];
+    const int64_t span = addChecked(mulChecked(k - 1, dl[size_t(a)], "deform_conv: dilated kernel"), 1,
+                                    "deform_conv: dilated kernel");
+    const int64_t padded = addChecked(addChecked(in, pd[size_t(a)], "deform_conv: padded input"),
+                                      pd[size_t(a + 2)], "deform_conv: padded input");
+    const int64_t want = subChecked(padded, span, "deform_conv: output size") / st[size_t(a)] + 1;
     ONYX_CHECK(os[2 + a] == want, "deform_conv: offset's spatial dim ", a, " is ", os[2 + a],
                " but the convolution gives ", want);
-    ONYX_CHECK(st[size_t(a)] >= 1 && dl[size_t(a)] >= 1, "deform_conv: strides and dilations must be >= 1");
   }
   if(mask)
-    ONYX_CHECK(mask->shape() == Shape({N, OG * K, oh, ow}), "deform_conv: mask of shape ", mask->shape(),
-               " must be [", N, ", ", OG * K, ", ", oh, ", ", ow, "]");
+    ONYX_CHECK(mask->shape() == Shape({N, OGK, oh, ow}), "deform_conv: mask of shape ", mask->shape(),
+               " must be [", N, ", ", OGK, ", ", oh, ", ", ow, "]");
   ExpressionGraph& g = *x->graph();
   const Type t = x->value_type();
   // Normalised (align_corners = false) coordinates: u = (2 pos + 1) / size - 1,
   // so grid = (pos + base) * scale + shift with pos = (w, h) of each tap.
-  std::vector<double> base(size_t(K * P * 2));
+  const int64_t baseSize = mulChecked(mulChecked(K, P, "deform_conv: taps * positions"), 2, "deform_conv: taps");
+  checkHostAllocation(static_cast<size_t>(mulChecked(baseSize, int64_t(sizeof(double)), "deform_conv: taps")),
+                      "deform_conv's tap positions");
+  std::vector<double> base(static_cast<size_t>(baseSize));
   for(int64_t a = 0; a < kh; ++a)
     for(int64_t c = 0; c < kw; ++c)
       for(int64_t i = 0; i < oh; ++i)
         for(int64_t j = 0; j < ow; ++j) {
           size_t at = size_t((((a * kw + c) * oh + i) * ow + j) * 2);
-          base[at] = double(j * st[1] - pd[1] + c * dl[1]);
-          base[at + 1] = double(i * st[0] - pd[0] + a * dl[0]);
+          // In double: no integer arithmetic on the file's strides and pads.
+          base[at] = double(j) * double(st[1]) - double(pd[1]) + double(c) * double(dl[1]);
+          base[at + 1] = double(i) * double(st[0]) - double(pd[0]) + double(a) * double(dl[0]);
         }
   Expr baseC = g.constant(Shape{1, K, oh, ow, 2}, inits::fromVector(base), t);
   Expr scale = g.constant(Shape{2}, inits::fromVector(std::vector<double>{2.0 / double(Wd), 2.0 / double(H)}), t);
