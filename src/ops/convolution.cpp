@@ -452,7 +452,7 @@ std::vector<int64_t> importPads(OnnxImportCtx& c, const Shape& xs, const std::ve
     const char* what = "auto_pad SAME";
     int64_t in = xs[2 + i], s = strides[u];
     c.check(s >= 1, "strides must be >= 1, got ", s);
-    int64_t eff = addChecked(mulChecked(kernel[u] - 1, dilations[u], what), 1, what);
+    int64_t eff = addChecked(mulChecked(subChecked(kernel[u], 1, what), dilations[u], what), 1, what);
     int64_t out = in / s + (in % s != 0);
     int64_t total = std::max<int64_t>(0, subChecked(addChecked(mulChecked(out - 1, s, what), eff, what), in, what));
     int64_t small = total / 2, big = total - small;
