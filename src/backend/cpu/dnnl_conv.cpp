@@ -739,6 +739,17 @@ bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float*
   return run(Kind::GradWeight, cd, nd, ptr, nullptr, nullptr, nullptr);
 }
 
+namespace {
+// Runs a primitive of one float32 source and one destination described by md.
+void runSrcDst(const dnnl::primitive& prim, const memory::desc& md, const float* x, float* y) {
+  const dnnl::engine& eng = cpuEngine();
+  memory xm(md, eng, const_cast<float*>(x)), ym(md, eng, y);
+  dnnl::stream& strm = threadStream();
+  prim.execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
+  strm.wait();
+}
+}  // namespace
+
 bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n) {
   if(!dnnlEnabled() || n <= 0 || n >= (int64_t(1) << 31)) return false;
   // One primitive per form and length, per calling thread (a model has a few
@@ -761,20 +772,13 @@ bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n) {
     it = cache.emplace(n, prim).first;
   }
   if(!it->second) return false;
-  const memory::desc md({n}, memory::data_type::f32, Tag::a);
-  const dnnl::engine& eng = cpuEngine();
-  memory xm(md, eng, const_cast<float*>(x)), ym(md, eng, y);
-  dnnl::stream& strm = threadStream();
-  it->second->execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
-  strm.wait();
+  runSrcDst(*it->second, memory::desc({n}, memory::data_type::f32, Tag::a), x, y);
   return true;
 }
 
 bool dnnlSoftmax(bool logOut, const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
-  const int64_t lim = int64_t(1) << 31;
-  if(!dnnlEnabled() || outer <= 0 || n <= 0 || inner <= 0 || outer >= lim || n >= lim || inner >= lim ||
-     outer * n * inner >= lim)
-    return false;
+  // The sizes are a tensor's (their product is bounded); oneDNN takes int.
+  if(!dnnlEnabled() || outer <= 0 || n <= 0 || inner <= 0 || outer * n * inner >= (int64_t(1) << 31)) return false;
   // One primitive per shape and form, per calling thread (cleared past 64).
   struct Key {
     int64_t outer, n, inner;
@@ -795,26 +799,22 @@ bool dnnlSoftmax(bool logOut, const float* x, float* y, int64_t outer, int64_t n
     std::shared_ptr<dnnl::primitive> prim;
     try {
       const auto kind = dnnl::prop_kind::forward_inference;
-      std::string impl;
+      auto fast = [](const dnnl::primitive_desc_base& pd) {
+        return std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+      };
       if(logOut) {
         dnnl::logsoftmax_forward::primitive_desc pd(dnnl::logsoftmax_forward::desc(kind, md, 1), cpuEngine());
-        impl = pd.impl_info_str();
-        if(impl.rfind("ref", 0) != 0) prim = std::make_shared<dnnl::logsoftmax_forward>(pd);
+        if(fast(pd)) prim = std::make_shared<dnnl::logsoftmax_forward>(pd);
       } else {
         dnnl::softmax_forward::primitive_desc pd(dnnl::softmax_forward::desc(kind, md, 1), cpuEngine());
-        impl = pd.impl_info_str();
-        if(impl.rfind("ref", 0) != 0) prim = std::make_shared<dnnl::softmax_forward>(pd);
+        if(fast(pd)) prim = std::make_shared<dnnl::softmax_forward>(pd);
       }
     } catch(const dnnl::error&) {
     }
     it = made.emplace(key, prim).first;
   }
   if(!it->second) return false;
-  const dnnl::engine& eng = cpuEngine();
-  memory xm(md, eng, const_cast<float*>(x)), ym(md, eng, y);
-  dnnl::stream& strm = threadStream();
-  it->second->execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}});
-  strm.wait();
+  runSrcDst(*it->second, md, x, y);
   return true;
 }
 
