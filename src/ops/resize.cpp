@@ -762,7 +762,14 @@ Expr resize_by(Expr x, const std::vector<double>& scales, const ResizeOptions& o
   const Shape& xs = x->shape();
   ONYX_CHECK(scales.size() == xs.size(), "resize_by: ", scales.size(), " scales for an input of shape ", xs);
   std::vector<int64_t> out;
-  for(int i = 0; i < xs.rank(); ++i) out.push_back(int64_t(std::floor(double(xs[i]) * scales[size_t(i)])));
+  for(int i = 0; i < xs.rank(); ++i) {
+    const double s = scales[size_t(i)], d = std::floor(double(xs[i]) * s);
+    // Checked before the conversion (NaN or beyond int64 is undefined), as resize's import checks it.
+    ONYX_CHECK(s > 0, "resize_by: scales must be > 0, got ", s);
+    ONYX_CHECK(d <= double(kMaxTensorElements), "resize_by: scale ", s, " makes axis ", i, " ", d,
+               " long, more than 2^56");
+    out.push_back(int64_t(d));
+  }
   return resize(x, Shape(out), o, scales);
 }
 
