@@ -105,8 +105,12 @@ fuzz() {
   # What it found before (tests/regress/libfuzzer), then every seed, each run
   # once: the same inputs every time, and any finding fails.
   export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  "$dir/onyx_fuzz_model" tests/regress/libfuzzer/* -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60
-  "$dir/onyx_fuzz_model" "$dir/seeds" -runs=0 -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60 -print_funcs=0
+  # Their artifacts (crash-, slow-unit-) go to $dir/findings, never into the
+  # checkout.
+  "$dir/onyx_fuzz_model" tests/regress/libfuzzer/* -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60 \
+    -artifact_prefix="$dir/findings/"
+  "$dir/onyx_fuzz_model" "$dir/seeds" -runs=0 -malloc_limit_mb=1024 -rss_limit_mb=4096 -timeout=60 -print_funcs=0 \
+    -artifact_prefix="$dir/findings/"
   # Then FUZZ_EXECS mutated inputs. The run's own limit on a tensor is 16 MiB
   # (fuzz_model.cpp); libFuzzer's malloc limit catches any single allocation
   # beyond 1 GiB, its RSS limit a run that grows past 4 GiB, its timeout a
