@@ -8,7 +8,8 @@
 // QLinearGlobalAveragePool, QLinearConcat, QGemm, DynamicQuantizeMatMul):
 // dequantize, compute in float, quantize, with the semantics of
 // onnxruntime's contrib-op documentation. (QLinearConv is the registry op
-// qlinear_conv, src/ops/quantized.cpp.)
+// qlinear_conv, src/ops/quantized.cpp, and MatMulIntegerToFloat's common
+// form the registry op matmul_integer_to_float.)
 #include <string>
 #include <vector>
 
@@ -250,6 +251,36 @@ void importDynamicQuantizeMatMul(OnnxImportCtx& c) {
   c.setOutput(0, out);
 }
 
+// MatMulIntegerToFloat (A, B, a_scale, b_scale, a_zero_point, b_zero_point,
+// bias): float32((A - a_zp) (B - b_zp)) * (a_scale * b_scale) + bias. The
+// registry op takes matmul_integer's form with a_scale one value and b_scale
+// one or one per column; other forms run as their steps.
+void importMatMulIntegerToFloat(OnnxImportCtx& c) {
+  Expr A = c.input(0), B = c.input(1), as = c.input(2), bs = c.input(3);
+  Expr az = optionalInput(c, 4), bz = optionalInput(c, 5), bias = optionalInput(c, 6);
+  c.check(as->value_type() == Type::float32 && bs->value_type() == Type::float32, "a_scale (", as->value_type(),
+          ") and b_scale (", bs->value_type(), ") must be float32");
+  const bool columnScale = bs->shape().rank() <= 1 && B->shape().rank() == 2 &&
+                           (bs->shape().elements() == 1 || bs->shape().elements() == B->shape()[1]);
+  const bool biasForm = !bias || (bias->value_type() == Type::float32 && B->shape().rank() == 2 &&
+                                  bias->shape() == Shape({B->shape()[1]}));
+  if(matmulIntegerForm(A, B, az, bz) && as->shape().elements() == 1 && columnScale && biasForm) {
+    c.setOutput(0, matmul_integer_to_float(A, B, as->shape().rank() ? reshape(as, Shape()) : as, bs, az, bz, bias));
+    return;
+  }
+  Expr prod;
+  if(matmulIntegerForm(A, B, az, bz)) {
+    prod = matmul_integer(A, B, az, bz);
+  } else {
+    Expr a = cast(A, Type::int32), b = cast(B, Type::int32);
+    if(az) a = a - cast(rowParam(az, true), Type::int32);
+    if(bz) b = b - cast(bz, Type::int32);
+    prod = matmul(a, b);
+  }
+  Expr y = cast(prod, Type::float32) * (rowParam(as, true) * bs);
+  c.setOutput(0, bias ? y + bias : y);
+}
+
 }  // namespace
 
 ONYX_ONNX_IMPORT(kMatMulIntegerImport, "MatMulInteger", 10).importer(importMatMulInteger);
@@ -267,5 +298,6 @@ ONYX_MS_IMPORT(kQLinearGlobalAveragePoolImport, "QLinearGlobalAveragePool", impo
 ONYX_MS_IMPORT(kQLinearConcatImport, "QLinearConcat", importQLinearConcat);
 ONYX_MS_IMPORT(kQGemmImport, "QGemm", importQGemm);
 ONYX_MS_IMPORT(kDynamicQuantizeMatMulImport, "DynamicQuantizeMatMul", importDynamicQuantizeMatMul);
+ONYX_MS_IMPORT(kMatMulIntegerToFloatImport, "MatMulIntegerToFloat", importMatMulIntegerToFloat);
 
 }  // namespace onyx

@@ -20,4 +20,11 @@ Expr qlinear_conv(Expr x, Expr xScale, Expr xZeroPoint, Expr w, Expr wScale, Exp
 // (or null: 0), bZeroPoint one or one per column (or null). Exact.
 Expr matmul_integer(Expr a, Expr b, Expr aZeroPoint = nullptr, Expr bZeroPoint = nullptr);
 
+// onnxruntime's MatMulIntegerToFloat: float32(matmul_integer(a, b,
+// aZeroPoint, bZeroPoint)) * (aScale * bScale) + bias, aScale one float32
+// value, bScale one or one per column, bias float32 [N] or null, zero points
+// as matmul_integer's (null: 0). Not differentiable.
+Expr matmul_integer_to_float(Expr a, Expr b, Expr aScale, Expr bScale, Expr aZeroPoint = nullptr,
+                             Expr bZeroPoint = nullptr, Expr bias = nullptr);
+
 }  // namespace onyx

@@ -166,11 +166,17 @@ __attribute__((always_inline)) inline float extremumBody(const float* x, int64_t
     std::memcpy(&v0, x + i, sizeof v0);
     std::memcpy(&v1, x + i + 8, sizeof v1);
     nan |= I8(v0 != v0) | I8(v1 != v1);
-    // Masks select bitwise (no vector-typed helper: its ABI would depend on
-    // the build's AVX flags).
-    const I8 t0 = IsMax ? I8(v0 > a0) : I8(v0 < a0), t1 = IsMax ? I8(v1 > a1) : I8(v1 < a1);
-    a0 = F8((I8(v0) & t0) | (I8(a0) & ~t0));
-    a1 = F8((I8(v1) & t1) | (I8(a1) & ~t1));
+    // v > a ? v : a is exactly maxps (minps for <): one instruction on the
+    // accumulator's chain, twice the speed of a compare and a bitwise select
+    // (no vector-typed helper: its ABI would depend on the build's AVX
+    // flags). A NaN lane is only flagged here; the row's NaN comes below.
+    if(IsMax) {
+      a0 = v0 > a0 ? v0 : a0;
+      a1 = v1 > a1 ? v1 : a1;
+    } else {
+      a0 = v0 < a0 ? v0 : a0;
+      a1 = v1 < a1 ? v1 : a1;
+    }
   }
   float r = init;
   bool anyNan = false;
@@ -221,8 +227,10 @@ bool extremumRows(const TensorBase& x, TensorBase& out) {
   float* op = out.data<float>();
   auto pick = [](float a, float b) { return IsMax ? MaxOf()(a, b) : MinOf()(a, b); };
   if(rows == 1) {
-    // One row: chunks in parallel, their results folded in chunk order.
-    constexpr int64_t kChunk = int64_t(1) << 16;
+    // One row: chunks in parallel, their results folded in chunk order
+    // (chunks of 16K floats: BERT-base's 128 x 768 activations split across
+    // two threads).
+    constexpr int64_t kChunk = int64_t(1) << 14;
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(host::numThreads(), n / kChunk));
     std::vector<float> part(size_t(chunks), init);
     host::parallelFor(chunks, n, [&](int64_t b, int64_t e) {

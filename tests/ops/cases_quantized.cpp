@@ -107,6 +107,51 @@ ONYX_OP_CASE({"matmul_integer", "u8_s8_per_column",
               },
               /*gradcheck=*/false});
 
+// matmul_integer_to_float: the same product in float32, scaled by a_scale *
+// b_scale (per column here, in float32 as the op states) plus a bias; int8 A
+// with a zero point, uint8 B.
+ONYX_OP_CASE({"matmul_integer_to_float", "s8_u8_per_column_bias",
+              {ints({2, 3, 5}, -128, 127), ints({5, 4}, 0, 255), constantInput(values({}, {0.031})),
+               constantInput(values({4}, {0.002, 0.5, 0.0007, 1.25})), intValues({}, {-3}),
+               intValues({4}, {128, 0, 255, 77}), constantInput(values({4}, {0.5, -2.0, 3.25, 0.0}))},
+              [](Xs x) {
+                return matmul_integer_to_float(cast(x[0], Type::int8), cast(x[1], Type::uint8), f32(x[2]), f32(x[3]),
+                                               cast(x[4], Type::int8), cast(x[5], Type::uint8), f32(x[6]));
+              },
+              [](Rs x) {
+                const int64_t rows = 6, K = 5, N = 4;
+                Ref y{{2, 3, 4}, std::vector<double>(size_t(rows * N), 0)};
+                for(int64_t r = 0; r < rows; ++r)
+                  for(int64_t n = 0; n < N; ++n) {
+                    double acc = 0;
+                    for(int64_t k = 0; k < K; ++k) acc += (x[0][r * K + k] - x[4][0]) * (x[1][k * N + n] - x[5][n]);
+                    const float s = float(x[2][0]) * float(x[3][n]);
+                    y[r * N + n] = double(float(float(acc) * s) + float(x[6][n]));
+                  }
+                return y;
+              },
+              /*gradcheck=*/false});
+// One scale, no bias, uint8 A and int8 B, zero points left out.
+ONYX_OP_CASE({"matmul_integer_to_float", "u8_s8_per_tensor",
+              {ints({4, 6}, 0, 255), ints({6, 3}, -128, 127), constantInput(values({}, {0.1})),
+               constantInput(values({}, {0.05}))},
+              [](Xs x) {
+                return matmul_integer_to_float(cast(x[0], Type::uint8), cast(x[1], Type::int8), f32(x[2]), f32(x[3]));
+              },
+              [](Rs x) {
+                const int64_t rows = 4, K = 6, N = 3;
+                Ref y{{4, 3}, std::vector<double>(size_t(rows * N), 0)};
+                const float s = float(x[2][0]) * float(x[3][0]);
+                for(int64_t r = 0; r < rows; ++r)
+                  for(int64_t n = 0; n < N; ++n) {
+                    double acc = 0;
+                    for(int64_t k = 0; k < K; ++k) acc += x[0][r * K + k] * x[1][k * N + n];
+                    y[r * N + n] = double(float(acc) * s);
+                  }
+                return y;
+              },
+              /*gradcheck=*/false});
+
 }  // namespace
 }  // namespace test
 }  // namespace onyx

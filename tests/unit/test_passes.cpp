@@ -18,6 +18,7 @@
 
 #include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/graph/passes/passes.h>
+#include <onyx/graph/passes/uses.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -369,6 +370,57 @@ TEST(Passes, FuseQLinearAddGivesTheSameBits) {
   }
 }
 
+// quantize_dynamic's MatMul: x quantized with a scale computed at run time,
+// MatMulInteger by constant int8 weights, Cast, Mul by a_scale * b_scale
+// (per column when perColumn), Add of a bias [N] (when withBias).
+Expr dynamicMatMul(ExpressionGraph& g, bool perColumn, bool withBias, bool scaleProduct = true) {
+  Expr x = boundInput(g, {2, 7, 24}, [](float i) { return std::sin(0.37f * i) * 3.0f; });
+  Expr aScale = (max(x) - min(x)) / 255.0;
+  Expr xq = quantize_linear(x, aScale, g.scalar(128, Type::uint8));
+  std::vector<int8_t> w(24 * 20);
+  for(size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int((i * 53) % 255) - 127);
+  Expr wq = g.constant(TensorBase::fromVector<int8_t>(Shape({24, 20}), w));
+  Expr bzp = g.scalar(3, Type::int8);
+  Expr prod = cast(matmul_integer(xq, wq, g.scalar(128, Type::uint8), bzp), Type::float32);
+  Expr bScale = perColumn ? randomConst(g, {20}, 0.001, 0.01) : g.scalar(0.004, Type::float32);
+  Expr y = prod * (scaleProduct ? aScale * bScale : bScale);
+  return withBias ? randomConst(g, {20}) + y : y;
+}
+
+// MatMulInteger -> Cast -> Mul (-> Add): one matmul_integer_to_float, the
+// same bits (the same float32 multiply and add).
+TEST(Passes, FuseMatmulIntegerFloatTakesQuantizeDynamicsChain) {
+  for(bool perColumn : {false, true})
+    for(bool withBias : {false, true})
+      for(bool product : {true, false}) {
+        SCOPED_TRACE(str(perColumn ? "per column" : "per tensor", withBias ? ", bias" : "",
+                         product ? ", a_scale * b_scale" : ", one factor"));
+        std::map<std::string, int> ops;
+        auto build = [=](ExpressionGraph& g) { return dynamicMatMul(g, perColumn, withBias, product); };
+        EXPECT_EQ(checkPass(build, fuseMatmulIntegerFloat, 0.0, &ops), 1u);
+        EXPECT_EQ(ops["matmul_integer_to_float"], 1);
+        EXPECT_EQ(ops.count("matmul_integer"), 0u);
+        EXPECT_EQ(ops.count("cast"), 0u);
+        EXPECT_EQ(ops.count("add"), 0u);
+        // what is left of the mul: the scale product, when not taken apart
+        EXPECT_EQ(ops.count("mul"), 0u);
+      }
+}
+
+// The product read elsewhere stays: nothing fused.
+TEST(Passes, FuseMatmulIntegerFloatLeavesSharedProducts) {
+  auto build = [](ExpressionGraph& g) {
+    Expr y = dynamicMatMul(g, false, true);
+    // y = bias + cast(mi) * s: read the cast again
+    Node* mul = passes::otherInput(y.get(), y->child(0).get());
+    Expr castNode = mul->child(0);
+    return y + castNode;
+  };
+  std::map<std::string, int> ops;
+  EXPECT_EQ(checkPass(build, fuseMatmulIntegerFloat, 0.0, &ops), 0u);
+  EXPECT_EQ(ops["matmul_integer"], 1);
+}
+
 TEST(Passes, Int8LayoutKeepsInt8ChainsChannelsLast) {
   if(!host::dnnlEnabled()) GTEST_SKIP() << "ONYX_DNNL=0: the exact loops, which read plain tensors";
   for(int range : {60, 127}) {
@@ -508,7 +560,7 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 11u);
+  EXPECT_EQ(passNames().size(), 12u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

@@ -57,6 +57,29 @@ bool scatterAdd(size_t dev, Type t, const void* u, void* y, Type it, const void*
 // after the other (out.dims()[k] entries each, int64, on the device).
 void padMapped(size_t dev, Type t, const void* x, void* y, const Shape& out, const Shape& in, const int64_t* maps,
                double value);
+// The integer product of matmul_integer and matmul_integer_to_float:
+// sum_k (a[r, k] - az) (b[k, n] - bz[n]) over a [rows, K] and b [K, N],
+// 8-bit (signed as aSigned / bSigned), the zero points one element of
+// their tensor's type (bz: bzCount, 1 or N; null: 0). Into y32 (int32), or,
+// with yf, float32 sum * (aScale[0] * bScale[n]) + bias[n] (bScale:
+// bScaleCount values, 1 or N; bias may be null). Device pointers.
+struct IntMatMul {
+  const void* a = nullptr;
+  bool aSigned = false;
+  const void* az = nullptr;
+  const void* b = nullptr;
+  bool bSigned = false;
+  const void* bz = nullptr;
+  int64_t bzCount = 1;
+  int64_t rows = 0, K = 0, N = 0;
+  int32_t* y32 = nullptr;
+  float* yf = nullptr;
+  const float* aScale = nullptr;
+  const float* bScale = nullptr;
+  int64_t bScaleCount = 1;
+  const float* bias = nullptr;
+};
+void matmulInteger(size_t dev, const IntMatMul& m);
 // y = x with the elements of its [n, m] matrices outside the kept triangle
 // zeroed: kept where j - i >= k (upper) or j - i <= k; `count` elements of
 // `esize` bytes.

@@ -22,7 +22,8 @@ const char* optLevelName(OptLevel level) {
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
                                                  "fuse_gelu",      "fuse_matmul_add", "fuse_conv",
-                                                 "blocked_layout", "fuse_qlinear_add", "int8_layout", "prune"};
+                                                 "blocked_layout", "fuse_qlinear_add", "fuse_matmul_integer_float",
+                                                 "int8_layout",    "prune"};
   return names;
 }
 
@@ -63,6 +64,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
       run("fuse_conv", fuseConvEpilogues);
       run("blocked_layout", blockConvChains);
       run("fuse_qlinear_add", fuseQLinearAdd);
+      run("fuse_matmul_integer_float", fuseMatmulIntegerFloat);
       run("int8_layout", int8Layout);
     }
   }

@@ -69,6 +69,17 @@ size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep);
 // internal op, never exported), before int8_layout, which keeps its
 // operands channels-last.
 size_t fuseQLinearAdd(ExpressionGraph& g, const std::vector<Expr>& keep);
+// fuse_matmul_integer_float: cast(matmul_integer(A, B, a_zp, b_zp), float32)
+// * s [+ bias], what onnxruntime's quantize_dynamic writes for each MatMul
+// (MatMulInteger -> Cast -> Mul by a_scale * b_scale -> Add of the bias),
+// becomes one matmul_integer_to_float (onnxruntime's MatMulIntegerToFloat):
+// one pass converts, scales and biases the int32 product instead of three. s is one
+// value or one per column (when it is a * b of a one-value a, a and b become
+// the op's a_scale and b_scale; otherwise a_scale 1, b_scale s), the bias
+// float32 [N]. Legal when the product, the cast (and the mul, when the add is
+// taken) have no other reader and are not kept; exact (the same float32
+// multiply and add, in the same order). CPU kernels only.
+size_t fuseMatmulIntegerFloat(ExpressionGraph& g, const std::vector<Expr>& keep);
 // fold_constants: an op node all of whose inputs are constants (and that is
 // not stochastic) becomes a constant holding its value, computed once.
 // Legal for any deterministic op; skipped where the value would be much
