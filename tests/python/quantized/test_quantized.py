@@ -289,6 +289,29 @@ def contrib_cases():
     node = helper.make_node("DynamicQuantizeMatMul", ["A", "B", "b_s", "b_z", "bias"], ["y"], domain="com.microsoft")
     cases["DynamicQuantizeMatMul"] = (ms_model([node], [vi("A", np.float32, X.shape)], [vi("y", np.float32, None)], inits),
                                       {"A": X})
+    # MatMulIntegerToFloat (what onnxruntime's optimizer makes of
+    # quantize_dynamic's MatMulInteger -> Cast -> Mul -> Add, and Onyx's
+    # fuse_matmul_integer_float): A [2, 5, 48] uint8 or int8 with a zero
+    # point, B 7-bit int8 (as above) per tensor or per column, bias or none.
+    for at in (np.uint8, np.int8):
+        for per_column in (False, True):
+            for bias in (False, True):
+                A = rng.integers(np.iinfo(at).min, np.iinfo(at).max + 1, (2, 5, 48)).astype(at)
+                n = 12
+                bs = rng.uniform(0.001, 0.01, n if per_column else ()).astype(np.float32)
+                bz = np.array(rng.integers(-3, 4, n if per_column else ()), np.int8)
+                inits = [numpy_helper.from_array(rng.integers(-60, 61, (48, n)).astype(np.int8), "B"),
+                         numpy_helper.from_array(np.array(0.037, np.float32), "a_s"),
+                         numpy_helper.from_array(bs, "b_s"),
+                         numpy_helper.from_array(np.array(120 if at == np.uint8 else -5, at), "a_z"),
+                         numpy_helper.from_array(bz, "b_z")]
+                ins = ["A", "B", "a_s", "b_s", "a_z", "b_z"]
+                if bias:
+                    inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
+                    ins.append("bias")
+                node = helper.make_node("MatMulIntegerToFloat", ins, ["y"], domain="com.microsoft")
+                key = f"MatMulIntegerToFloat_{at.__name__}_{'column' if per_column else 'tensor'}{'_bias' if bias else ''}"
+                cases[key] = (ms_model([node], [vi("A", at, A.shape)], [vi("y", np.float32, None)], inits), {"A": A})
     return cases
 
 
