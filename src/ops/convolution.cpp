@@ -629,14 +629,89 @@ AttrList activationAttrs(const std::string& name, const Attrs& a) {
 }
 
 // Where fused_conv's inputs are: x, W, then b unless left out, then the
-// residual when the residual attribute is set.
+// residual when the residual attribute is set, then x's channel scale when
+// x_scale is set.
 struct FusedInputs {
   bool bias;
   int residual;  // index, or -1
+  int scale;     // index, or -1
 };
 FusedInputs fusedInputs(size_t n, const Attrs& a) {
-  bool res = a.i("residual") != 0;
-  return {n - (res ? 1 : 0) > 2, res ? int(n) - 1 : -1};
+  const bool res = a.i("residual") != 0, sc = a.i("x_scale") != 0;
+  const size_t fixed = (res ? 1 : 0) + (sc ? 1 : 0);
+  return {n - fixed > 2, res ? int(n) - 1 - (sc ? 1 : 0) : -1, sc ? int(n) - 1 : -1};
+}
+
+// ---- fused_conv's squeeze-and-excitation forms (graph/passes/
+// fuse_squeeze_excite): x_mean, the convolution of x's spatial mean
+// ([N, C, 1, 1]); x_scale, of x times a scale per sample and channel
+// ([N, C, 1, 1], the last input). x may be stored plain, channels-last or
+// channel-blocked (x_block), and the result keeps x's layout ([N, C, 1, 1]
+// is the same memory in all of them).
+
+// Element (n, c, p) of a [N, C, P] float32 tensor stored with layout `lay`
+// (0 plain, 1 channels-last, b channel-blocked) is at n * C * P + at(c, p).
+struct ChannelIndex {
+  int64_t C, P;
+  int lay;
+  int64_t at(int64_t c, int64_t p) const {
+    if(lay == 0) return c * P + p;
+    if(lay == 1) return p * C + c;
+    return ((c / lay) * P + p) * lay + c % lay;
+  }
+};
+
+// y[n, c] = mean over p of x[n, c, p], summed in double in the layout's order.
+template <class T>
+void channelMean(const T* x, T* y, int64_t N, const ChannelIndex& ix) {
+  const int64_t C = ix.C, P = ix.P;
+  host::parallelFor(N, N * C * P, [&](int64_t b, int64_t e) {
+    std::vector<double> acc(static_cast<size_t>(C));
+    for(int64_t n = b; n < e; ++n) {
+      const T* xn = x + n * C * P;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      if(ix.lay == 0) {
+        for(int64_t c = 0; c < C; ++c)
+          for(int64_t p = 0; p < P; ++p) acc[size_t(c)] += double(xn[c * P + p]);
+      } else if(ix.lay == 1) {
+        for(int64_t p = 0; p < P; ++p)
+          for(int64_t c = 0; c < C; ++c) acc[size_t(c)] += double(xn[p * C + c]);
+      } else {
+        const int64_t bl = ix.lay;
+        for(int64_t cb = 0; cb < C / bl; ++cb)
+          for(int64_t p = 0; p < P; ++p)
+            for(int64_t ci = 0; ci < bl; ++ci) acc[size_t(cb * bl + ci)] += double(xn[(cb * P + p) * bl + ci]);
+      }
+      for(int64_t c = 0; c < C; ++c) y[n * C + c] = T(acc[size_t(c)] / double(P));
+    }
+  });
+}
+
+// y = x * s[n, c] element-wise, in x's layout (the float32 product the mul
+// it replaces computes), each layout walked in memory order.
+template <class T>
+void channelScale(const T* x, const T* s, T* y, int64_t N, const ChannelIndex& ix) {
+  const int64_t C = ix.C, P = ix.P;
+  // Rows of the layout's [outer, inner] view: plain [N*C, P], channels-last
+  // [N*P, C], blocked [N*C/b*P, b].
+  const int64_t inner = ix.lay == 0 ? P : ix.lay == 1 ? C : ix.lay, rows = N * C * P / std::max<int64_t>(inner, 1);
+  host::parallelFor(rows, N * C * P, [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      const T* __restrict xr = x + r * inner;
+      T* __restrict yr = y + r * inner;
+      if(ix.lay == 0) {
+        const T sc = s[r];  // row r is (n, c) = r
+        for(int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * sc;
+      } else if(ix.lay == 1) {
+        const T* __restrict sr = s + (r / P) * C;  // row r is (n, p)
+        for(int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * sr[i];
+      } else {
+        const int64_t nb = r / P;  // row r is (n, c block, p): n * C/b + block = r / P
+        const T* __restrict sr = s + nb * ix.lay;
+        for(int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * sr[i];
+      }
+    }
+  });
 }
 
 // Runs registered op `name`'s CPU kernel on `in` into c.out (elementwise
@@ -767,9 +842,11 @@ ONYX_OP(kFusedConv, "fused_conv")
     .doc("y = post(act(conv(x, W, b)) + residual): conv's attributes; activation \"\" (none), relu, leaky_relu "
          "(alpha), clip (min alpha, max beta), hard_sigmoid (alpha, beta), hard_swish, swish, gelu, gelu_tanh, "
          "sigmoid or tanh; residual 1: the last input is added (shaped like y); post_activation \"\" or relu; "
-         "x_block, y_block, residual_block 8 or 16: that tensor is stored channel-blocked (oneDNN's nChw8c/16c, "
-         "set by the blocked_layout pass between convolutions)")
-    .inputs(2, 4)
+         "x_block, y_block, residual_block 8 or 16: that tensor is stored channel-blocked (oneDNN's nChw8c/16c), "
+         "1: channels-last (NHWC) (set by the blocked_layout pass between convolutions); x_mean 1: the "
+         "convolution is of x's spatial mean [N, C, 1, 1]; x_scale 1: of x times the last input [N, C, 1, 1] "
+         "(float32 or float64, 2-D; set by the fuse_squeeze_excite pass)")
+    .inputs(2, 5)
     .attr("strides", IntList{})
     .attr("dilations", IntList{})
     .attr("pads", IntList{})
@@ -782,18 +859,41 @@ ONYX_OP(kFusedConv, "fused_conv")
     .attr("x_block", int64_t(0))
     .attr("y_block", int64_t(0))
     .attr("residual_block", int64_t(0))
+    .attr("x_mean", int64_t(0))
+    .attr("x_scale", int64_t(0))
     .infer([](InferCtx& c) {
       const int64_t res = c.attrs.i("residual");
       for(const char* a : {"x_block", "y_block", "residual_block"}) {
         const int64_t b = c.attrs.i(a);
-        c.check(b == 0 || b == 8 || b == 16, a, " must be 0 (plain), 8 or 16, got ", b);
+        c.check(b == 0 || b == 1 || b == 8 || b == 16, a, " must be 0 (plain), 1 (channels-last) or 8 or 16 "
+                "(channel-blocked), got ", b);
         c.check(b == 0 || (c.typeOf(0) == Type::float32 && c.shapeOf(0).rank() == 4), a,
                 " (a channel-blocked layout) needs a float32 2-D convolution");
       }
       c.check(res == 0 || res == 1, "residual must be 0 or 1, got ", res);
       c.check(c.n() >= size_t(2 + res), "residual set but only ", c.n(), " inputs");
+      const bool mean = c.attrs.i("x_mean") != 0, scale = c.attrs.i("x_scale") != 0;
+      c.check((c.attrs.i("x_mean") | c.attrs.i("x_scale") | 1) == 1, "x_mean and x_scale must be 0 or 1");
+      c.check(!(mean && scale), "x_mean and x_scale cannot both be set");
+      c.check(c.n() >= size_t(2 + res + (scale ? 1 : 0)), "x_scale set but no scale input");
       FusedInputs fi = fusedInputs(c.n(), c.attrs);
-      inferConv(c, fi.bias);
+      if(mean || scale) {
+        const Shape& xs = c.shapeOf(0);
+        c.check((c.typeOf(0) == Type::float32 || c.typeOf(0) == Type::float64) && xs.rank() == 4,
+                "x_mean and x_scale need a float32 or float64 2-D convolution, got x ", xs, " ", c.typeOf(0));
+        if(scale)
+          c.check(c.typeOf(size_t(fi.scale)) == c.typeOf(0) && c.shapeOf(size_t(fi.scale)) == Shape({xs[0], xs[1], 1, 1}),
+                  "x_scale's input must be [", xs[0], ", ", xs[1], ", 1, 1] of x's type, got ", c.shapeOf(size_t(fi.scale)),
+                  " ", c.typeOf(size_t(fi.scale)));
+      }
+      if(mean) {
+        requireNumeric(c);
+        const Shape& xs = c.shapeOf(0);
+        c.shape = ops::inferConvWindow(c, Shape({xs[0], xs[1], 1, 1}), c.shapeOf(1));
+        if(fi.bias) checkBias(c, c.shapeOf(1)[0]);
+      } else {
+        inferConv(c, fi.bias);
+      }
       const std::string& act = c.attrs.s("activation");
       const std::string& post = c.attrs.s("post_activation");
       c.check(act.empty() || findActivation(act), "unknown activation '", act, "'");
@@ -804,15 +904,38 @@ ONYX_OP(kFusedConv, "fused_conv")
                 " must have the output's shape ", c.shape);
     })
     .cpu([](KernelCtx& c) {
-      if(c.out.type() == Type::float32 && host::dnnlEnabled() && fusedConvDnnl(c)) return;
-      if(layoutsOf(c.attrs).any()) fusedConvUnblocked(c);
-      else fusedConvPortable(c);
+      auto run = [](KernelCtx& k) {
+        if(k.out.type() == Type::float32 && host::dnnlEnabled() && fusedConvDnnl(k)) return;
+        if(layoutsOf(k.attrs).any()) fusedConvUnblocked(k);
+        else fusedConvPortable(k);
+      };
+      const bool mean = c.attrs.i("x_mean") != 0, scale = c.attrs.i("x_scale") != 0;
+      if(!mean && !scale) return run(c);
+      // x's mean or scaled copy first (in x's layout), then the convolution of that.
+      const TensorBase& x = *c.in[0];
+      const Shape& xs = x.shape();
+      const ChannelIndex ix{xs[1], xs[2] * xs[3], int(c.attrs.i("x_block"))};
+      Tensor t = c.scratch(mean ? Shape({xs[0], xs[1], 1, 1}) : xs, x.type());
+      const TensorBase* sc = scale ? c.in[size_t(fusedInputs(c.in.size(), c.attrs).scale)] : nullptr;
+      auto pre = [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if(mean) channelMean(x.data<T>(), t->data<T>(), xs[0], ix);
+        else channelScale(x.data<T>(), sc->data<T>(), t->data<T>(), xs[0], ix);
+      };
+      if(x.type() == Type::float64) pre(TypeTag<double>{});
+      else pre(TypeTag<float>{});
+      SmallVec<TensorBase*, 4> in = c.in;
+      in[0] = t.get();
+      KernelCtx k{c.node, c.out, in, c.attrs, c.rng, c.graph};
+      run(k);
     })
     // Through the unfused chain: z = conv(x, W, b) is rebuilt, the epilogue's
     // gradient taken step by step back to it, then conv's rule.
     .backward([](GradCtx& g) {
       ONYX_ASSERT(!layoutsOf(g.attrs).any(), "fused_conv: a gradient through channel-blocked tensors (the "
                                              "blocked_layout pass runs on inference graphs only)");
+      ONYX_ASSERT(!g.attrs.i("x_mean") && !g.attrs.i("x_scale"), "fused_conv: a gradient through x_mean or "
+                  "x_scale (the fuse_squeeze_excite pass runs on inference graphs only)");
       FusedInputs fi = fusedInputs(g.n(), g.attrs);
       const std::string& act = g.attrs.s("activation");
       Expr dy = g.dy;

@@ -181,6 +181,45 @@ void fusedConvCase(const std::string& act, double alpha, double beta, bool resid
                            }});
 }
 
+// fused_conv's squeeze-and-excitation forms (made by the inference pass
+// fuse_squeeze_excite; not differentiated): x_mean, a 1x1 conv + swish of
+// x's spatial mean; x_scale, a 1x1 conv of x times s [N, C, 1, 1] plus a
+// residual.
+Expr fusedSe(const std::vector<Expr>& in, bool mean, bool scale, const std::string& act, bool residual) {
+  const std::vector<std::pair<std::string, AttrValue>> l{{"activation", attr(act)}, {"residual", attr(int64_t(residual ? 1 : 0))},
+             {"x_mean", attr(int64_t(mean ? 1 : 0))}, {"x_scale", attr(int64_t(scale ? 1 : 0))}};
+  return in[0]->graph()->make(Registry::instance().get("fused_conv"), in, l);
+}
+
+void fusedSeCases() {
+  const Geo g{{}, {}, {}, 1, {}};
+  cases().push_back(OpCase{"fused_conv", "x_mean_swish",
+                           {in({2, 6, 5, 4}), in({3, 6, 1, 1}), in({3})},
+                           [](Xs x) { return fusedSe({x[0], x[1], x[2]}, true, false, "swish", false); },
+                           [g](Rs r) {
+                             Ref m{{2, 6, 1, 1}, std::vector<double>(12, 0.0)};
+                             for(int64_t i = 0; i < 12; ++i) {
+                               for(int64_t p = 0; p < 20; ++p) m[i] += r[0][i * 20 + p];
+                               m[i] /= 20;
+                             }
+                             Ref y = refConv(m, r[1], &r[2], g);
+                             for(int64_t i = 0; i < y.size(); ++i) y[i] = refActivation("swish", 0, 0, y[i]);
+                             return y;
+                           },
+                           /*gradcheck=*/false});
+  cases().push_back(OpCase{"fused_conv", "x_scale_residual",
+                           {in({2, 6, 5, 4}), in({3, 6, 1, 1}), in({3}), in({2, 3, 5, 4}), in({2, 6, 1, 1})},
+                           [](Xs x) { return fusedSe({x[0], x[1], x[2], x[3], x[4]}, false, true, "", true); },
+                           [g](Rs r) {
+                             Ref xs = r[0];
+                             for(int64_t i = 0; i < xs.size(); ++i) xs[i] *= r[4][i / 20];
+                             Ref y = refConv(xs, r[1], &r[2], g);
+                             for(int64_t i = 0; i < y.size(); ++i) y[i] += r[3][i];
+                             return y;
+                           },
+                           /*gradcheck=*/false});
+}
+
 // ------------------------------------------------------------------ cases
 
 [[maybe_unused]] const bool registered = [] {
@@ -220,6 +259,7 @@ void fusedConvCase(const std::string& act, double alpha, double beta, bool resid
   fusedConvCase("tanh", 0, 0, true, false, true);
   fusedConvCase("", 0, 0, true, true);
   fusedConvCase("", 0, 0, true, false, true);
+  fusedSeCases();
   return true;
 }();
 

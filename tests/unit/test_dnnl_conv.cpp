@@ -336,5 +336,49 @@ TEST(DnnlConv, OpsMatchThePortableKernels) {
   EXPECT_GT(taken, 250);
 }
 
+// Convolutions oneDNN runs channels-last (NHWC) on this CPU take their
+// plain image and give their plain output through the library's own
+// NCHW <-> NHWC transpose: the same values as the portable kernels, with
+// image sizes that leave partial 8 x 8 blocks and tiles.
+TEST(DnnlConv, ChannelsLastCopiesMatchThePortableKernels) {
+  EnabledGuard guard;
+  struct Shape2 {
+    int64_t N, C, M, H, W, k, s;
+  };
+  const uint64_t before = host::dnnlChannelsTransposes();
+  // SqueezeNet's first convolution (3 channels), a 1x1 conv to a channel
+  // count that is not a multiple of 16, and a small odd one.
+  for(const Shape2& sh : {Shape2{1, 3, 64, 45, 39, 3, 2}, Shape2{2, 40, 100, 13, 13, 1, 1}, Shape2{1, 5, 9, 7, 11, 3, 1}}) {
+    Case c;
+    c.op = Op::Conv;
+    c.nd = 2;
+    c.N = sh.N;
+    c.G = 1;
+    c.Cg = sh.C;
+    c.Mg = sh.M;
+    c.img = {sh.H, sh.W};
+    c.k = {sh.k, sh.k};
+    c.o.strides = {sh.s, sh.s};
+    c.o.dilations = {1, 1};
+    c.o.pads = {0, 0, 0, 0};
+    c.o.group = 1;
+    c.bias = true;
+    c.cutDy = false;
+    host::setDnnlEnabled(false);
+    std::vector<float> want = runCase(c, 11);
+    host::setDnnlEnabled(true);
+    std::vector<float> got = runCase(c, 11);
+    ASSERT_EQ(got.size(), want.size()) << c.describe();
+    float scale = 1;
+    for(float v : want) scale = std::max(scale, std::abs(v));
+    for(size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-5f * scale * std::sqrt(float(c.Cg * c.Mg + 16))) << c.describe() << ", element " << i;
+  }
+  // At least the 3-channel one goes channels-last where oneDNN has AVX-512.
+  if(host::dnnlChannelBlock() == 16) {
+    EXPECT_GT(host::dnnlChannelsTransposes(), before);
+  }
+}
+
 }  // namespace
 }  // namespace onyx

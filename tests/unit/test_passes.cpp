@@ -457,6 +457,81 @@ Expr convChain(ExpressionGraph& g) {
   return conv(h3, randomConst(g, {8, 16, 1, 1}), randomConst(g, {8}));
 }
 
+// ---- fuse_squeeze_excite
+
+// EfficientNet's block with N samples: expand 1x1 conv + swish, depthwise
+// 3x3 conv + swish, squeeze (spatial mean, 1x1 conv + swish, 1x1 conv +
+// sigmoid), excitation (mul), 1x1 projection + residual.
+Expr seBlock(ExpressionGraph& g, int64_t N) {
+  Expr x = boundInput(g, {N, 16, 9, 11}, [](float i) { return std::sin(0.07f * i); });
+  ConvOptions dw;
+  dw.pads = {1, 1, 1, 1};
+  dw.group = 32;
+  Expr e = swish(conv(x, randomConst(g, {32, 16, 1, 1}), randomConst(g, {32})));
+  Expr d = swish(conv(e, randomConst(g, {32, 1, 3, 3}), randomConst(g, {32}), dw));
+  Expr m = mean(d, {2, 3}, true);
+  Expr f1 = swish(conv(m, randomConst(g, {8, 32, 1, 1}), randomConst(g, {8})));
+  Expr f2 = sigmoid(conv(f1, randomConst(g, {32, 8, 1, 1}), randomConst(g, {32})));
+  Expr p = conv(d * f2, randomConst(g, {16, 32, 1, 1}), randomConst(g, {16})) + x;
+  return conv(p, randomConst(g, {16, 16, 1, 1}), randomConst(g, {16}));
+}
+
+// The squeeze reads the depthwise output with x_mean, the projection with
+// x_scale; then every reader of it is a convolution, so blocked_layout lays
+// it out for oneDNN; the values are the graph's as built (within float
+// rounding: the mean sums in another order).
+TEST(Passes, FuseSqueezeExciteMovesTheBlockIntoItsConvolutions) {
+  for(int64_t N : {1, 2}) {
+    SCOPED_TRACE("batch " + std::to_string(N));
+    auto build = [N](ExpressionGraph& g) { return seBlock(g, N); };
+    Built ref = make(build), opt = make(build);
+    optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
+    PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
+    size_t se = 0;
+    for(auto& kv : fired)
+      if(kv.first == "fuse_squeeze_excite") se = kv.second;
+    EXPECT_EQ(se, 2u);  // the mean and the mul
+    std::map<std::string, int> ops = opCounts(*opt.g);
+    EXPECT_EQ(ops.count("mean"), 0u);
+    EXPECT_EQ(ops.count("mul"), 0u);
+    int withMean = 0, withScale = 0, laidOut = 0;
+    for(const Expr& n : opt.g->nodes()) {
+      if(n->kind() != NodeKind::Op || n->op()->name != "fused_conv") continue;
+      withMean += int(n->attrs().i("x_mean"));
+      withScale += int(n->attrs().i("x_scale"));
+      if(n->attrs().i("x_mean") || n->attrs().i("x_scale")) laidOut += n->attrs().i("x_block") != 0;
+    }
+    EXPECT_EQ(withMean, 1);
+    EXPECT_EQ(withScale, 1);
+    // the depthwise output, read only by convolutions now, is not plain
+    if(host::dnnlChannelBlock() != 0) {
+      EXPECT_EQ(laidOut, 2);
+    }
+    ref.g->forward();
+    opt.g->forward();
+    std::vector<double> a = values(ref.y), b = values(opt.y);
+    ASSERT_EQ(a.size(), b.size());
+    double scale = 1;
+    for(double v : a) scale = std::max(scale, std::fabs(v));
+    for(size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-5 * scale) << "element " << i;
+  }
+}
+
+// A mean or mul with another reader, or over other axes, stays.
+TEST(Passes, FuseSqueezeExciteLeavesOtherMeansAndMuls) {
+  auto build = [](ExpressionGraph& g) {
+    Expr x = boundInput(g, {1, 8, 5, 5}, [](float i) { return std::cos(0.1f * i); });
+    Expr m = mean(x, {1, 2}, true);  // not the spatial axes
+    Expr s = sigmoid(conv(mean(x, {2, 3}, true), randomConst(g, {8, 8, 1, 1})));
+    Expr z = x * s;
+    return conv(z, randomConst(g, {4, 8, 1, 1})) + sum(m) + sum(z);  // z read twice
+  };
+  std::map<std::string, int> ops;
+  EXPECT_EQ(checkPass(build, fuseSqueezeExcite, 2e-5, &ops), 1u);  // only the squeeze's mean
+  EXPECT_EQ(ops["mean"], 1);
+  EXPECT_EQ(ops["mul"], 1);
+}
+
 TEST(Passes, BlockedLayoutKeepsConvChainsBlocked) {
   if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
   const int64_t b = host::dnnlChannelBlock();
@@ -560,7 +635,7 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 12u);
+  EXPECT_EQ(passNames().size(), 13u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

@@ -22,7 +22,7 @@ const char* optLevelName(OptLevel level) {
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
                                                  "fuse_gelu",      "fuse_matmul_add", "fuse_conv",
-                                                 "blocked_layout", "fuse_qlinear_add", "fuse_matmul_integer_float",
+                                                 "fuse_squeeze_excite", "blocked_layout", "fuse_qlinear_add", "fuse_matmul_integer_float",
                                                  "int8_layout",    "prune"};
   return names;
 }
@@ -62,6 +62,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
     // fused_conv's kernel is the CPU's (the GPU would run it on host copies).
     if(cpuKernels && g.getDeviceId().type == DeviceType::cpu) {
       run("fuse_conv", fuseConvEpilogues);
+      run("fuse_squeeze_excite", fuseSqueezeExcite);
       run("blocked_layout", blockConvChains);
       run("fuse_qlinear_add", fuseQLinearAdd);
       run("fuse_matmul_integer_float", fuseMatmulIntegerFloat);

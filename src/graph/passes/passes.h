@@ -124,6 +124,19 @@ size_t fuseMatmulAdd(ExpressionGraph& g, const std::vector<Expr>& keep);
 // others are retired); returns how many were fused.
 size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep);
 
+// fuse_squeeze_excite: the squeeze-and-excitation ops of EfficientNet-style
+// blocks, read by convolutions, move into them: mean(x) over the spatial
+// axes (keepdims) read only by a convolution as its image becomes that
+// convolution with x_mean (the convolution of x's spatial mean), and x * s
+// with s [N, C, 1, 1] read only by a convolution as its image becomes that
+// convolution with x_scale s (of x times s). Then x's readers are all
+// convolutions and blocked_layout can keep it in oneDNN's layout: the
+// reorders around the squeeze-and-excitation ops go. Legal when the mean or
+// mul has no other reader and is not kept; the product is the mul's own
+// float32 product, the mean sums in double in another order. Float32 2-D
+// convolutions, CPU only, before blocked_layout.
+size_t fuseSqueezeExcite(ExpressionGraph& g, const std::vector<Expr>& keep);
+
 // blocked_layout: a float32 2-D convolution's output that only
 // convolutions read (as their image or residual) and that is not kept stays
 // in oneDNN's channel-blocked layout (nChw8c with AVX2, nChw16c with
