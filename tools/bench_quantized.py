@@ -80,7 +80,9 @@ def main(argv=None):
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "tools"))
     ap.add_argument("--out", help="the markdown page whose section bench_quantized to write (docs/performance.md; "
                                   "default: print)")
-    ap.add_argument("--models", nargs="*", default=["resnet50", "mobilenet_v2", "bert_base"])
+    ap.add_argument("--models", nargs="*", default=["resnet50", "mobilenet_v2", "bert_base"],
+                    choices=sorted(bench_models.MODELS), metavar="MODEL",
+                    help="models of tools/bench_models.py (default: resnet50 mobilenet_v2 bert_base)")
     ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=100)
