@@ -475,8 +475,15 @@ struct MatMulIntState {
   std::vector<float> bf;  // B - b_zp, [K, N]
   std::vector<double> bd;  // the same in float64, made when first needed
   double maxAbs = 0, maxColumnSum = 0, maxColumnNorm = 0;
-  // oneDNN's int8 matmul, by row count (made when exact on this CPU)
-  std::vector<std::pair<int64_t, std::shared_ptr<host::DnnlQMatMul>>> dnnl;
+  // oneDNN's int8 matmul, by row count and thread count (made when exact on
+  // this CPU; oneDNN splits the work for the threads it was made for: one
+  // made for 1 thread stays on one)
+  struct Made {
+    int64_t rows;
+    int threads;
+    std::shared_ptr<host::DnnlQMatMul> q;
+  };
+  std::vector<Made> dnnl;
 };
 
 void buildMatMulInt(MatMulIntState& s, const TensorBase& B, const TensorBase* bz) {
@@ -581,12 +588,13 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
   // as u8 (A + 128, zero point + 128).
   if(host::dnnlEnabled() && st->maxAbs <= 127 && host::dnnlInt8Exact(int(st->maxAbs))) {
     std::shared_ptr<host::DnnlQMatMul> q;
+    const int threads = host::numThreads();
     for(auto& e : st->dnnl)
-      if(e.first == rows) q = e.second;
+      if(e.rows == rows && e.threads == threads) q = e.q;
     if(!q) {
       std::vector<int8_t> w8(st->bf.begin(), st->bf.end());
       q = host::dnnlQMatMulPrepare(rows, K, N, w8.data());
-      if(q) st->dnnl.emplace_back(rows, q);
+      if(q) st->dnnl.push_back({rows, threads, q});
     }
     if(q) {
       const uint8_t* a8 = static_cast<const uint8_t*>(A.raw());
