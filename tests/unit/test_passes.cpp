@@ -56,6 +56,13 @@ std::map<std::string, int> opCounts(const ExpressionGraph& g) {
   return m;
 }
 
+// How many rewrites `pass` made in an optimizeGraph run (0: it did not fire).
+size_t firedCount(const PassCounts& fired, const std::string& pass) {
+  for(const auto& kv : fired)
+    if(kv.first == pass) return kv.second;
+  return 0;
+}
+
 using Pass = size_t (*)(ExpressionGraph&, const std::vector<Expr>&);
 
 size_t checkPass(const std::function<Expr(ExpressionGraph&)>& build, Pass pass, double tol,
@@ -487,10 +494,7 @@ TEST(Passes, FuseSqueezeExciteMovesTheBlockIntoItsConvolutions) {
     Built ref = make(build), opt = make(build);
     optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
     PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
-    size_t se = 0;
-    for(auto& kv : fired)
-      if(kv.first == "fuse_squeeze_excite") se = kv.second;
-    EXPECT_EQ(se, 2u);  // the mean and the mul
+    EXPECT_EQ(firedCount(fired, "fuse_squeeze_excite"), 2u);  // the mean and the mul
     std::map<std::string, int> ops = opCounts(*opt.g);
     EXPECT_EQ(ops.count("mean"), 0u);
     EXPECT_EQ(ops.count("mul"), 0u);
@@ -538,10 +542,7 @@ TEST(Passes, BlockedLayoutKeepsConvChainsBlocked) {
   Built ref = make(convChain), opt = make(convChain);
   optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
   PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
-  size_t blocked = 0;
-  for(auto& kv : fired)
-    if(kv.first == "blocked_layout") blocked = kv.second;
-  EXPECT_EQ(blocked, 3u);  // h1, h2, h3: the output y is kept plain
+  EXPECT_EQ(firedCount(fired, "blocked_layout"), 3u);  // h1, h2, h3: the output y is kept plain
   int fused = 0, xBlocked = 0, yBlocked = 0, resBlocked = 0;
   for(const Expr& e : opt.g->nodes()) {
     if(e->kind() != NodeKind::Op) continue;
