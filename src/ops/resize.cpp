@@ -135,9 +135,26 @@ AxisTaps axisTaps(const Config& c, int64_t in, int64_t out, double scale, double
   for(int64_t j = 0; j < out; ++j) {
     bool ext = false;
     double x = sourceCoord(c, double(j), scale, in, out, r0, r1, ext);
-    t.extrap[size_t(j)] = ext;
     int64_t* idx = &t.idx[size_t(j * t.n)];
     double* w = &t.w[size_t(j * t.n)];
+    // A source coordinate that is no number (an roi or scale far outside any
+    // image, e.g. inf - inf) reads nothing: the output is the extrapolation
+    // value. One beyond the taps' reach of the image is moved to the nearest
+    // integer coordinate still beyond it, so that it converts to int64 (every
+    // tap still clamps to the same edge element; only the weights' rounding
+    // can differ). Found by CI's libFuzzer stage: a NaN coordinate's
+    // conversion was undefined (regression input resize_nan_source_coordinate).
+    if(std::isnan(x)) {
+      t.extrap[size_t(j)] = true;
+      for(int64_t k = 0; k < t.n; ++k) {
+        idx[k] = 0;
+        w[k] = 0;
+      }
+      continue;
+    }
+    t.extrap[size_t(j)] = ext;
+    const double reach = double(t.n + 2);
+    x = std::min(std::max(x, -reach), double(in - 1) + reach);
     double x0 = std::floor(x), ratio = x - x0;
     if(c.mode == Mode::Nearest) {
       int64_t i = int64_t(x0);
