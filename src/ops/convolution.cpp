@@ -649,16 +649,12 @@ FusedInputs fusedInputs(size_t n, const Attrs& a) {
 // channel-blocked (x_block), and the result keeps x's layout ([N, C, 1, 1]
 // is the same memory in all of them).
 
-// Element (n, c, p) of a [N, C, P] float32 tensor stored with layout `lay`
-// (0 plain, 1 channels-last, b channel-blocked) is at n * C * P + at(c, p).
+// A [N, C, P] tensor's channels, positions and layout `lay` (0 plain, 1
+// channels-last, b channel-blocked), which the loops below walk in memory
+// order.
 struct ChannelIndex {
   int64_t C, P;
   int lay;
-  int64_t at(int64_t c, int64_t p) const {
-    if(lay == 0) return c * P + p;
-    if(lay == 1) return p * C + c;
-    return ((c / lay) * P + p) * lay + c % lay;
-  }
 };
 
 // y[n, c] = mean over p of x[n, c, p], summed in double in the layout's order.
