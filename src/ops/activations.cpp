@@ -72,13 +72,32 @@ ONYX_OP(kSigmoid, "sigmoid")
     .onnx("Sigmoid", 6)
     .exporter(typedExport("Sigmoid", floats(13)));
 
+// dx = dy where x > 0, else 0
+ONYX_OP(kReluGrad, "relu_grad")
+    .doc("dx = dy if x > 0 else 0 (NaN x: 0): the gradient of relu, one pass over dy and x")
+    .inputs(2)
+    .infer([](InferCtx& c) {
+      c.type = c.commonType();
+      c.check(c.type != Type::boolean, "inputs are bool but relu_grad needs numbers");
+      c.check(c.shapeOf(0) == c.shapeOf(1), "dy of shape ", c.shapeOf(0), " and x of shape ", c.shapeOf(1),
+              " must have one shape");
+      c.shape = c.shapeOf(0);
+    })
+    .kernel(ops::binaryNumeric(reluGrad(_2, _3)))
+    // Linear in dy; x only selects (its derivative is 0 wherever it exists).
+    .backward([](GradCtx& g) {
+      if(g.needs(0)) g.add(0, g.graph.make(kReluGrad, {g.dy, g.x(1)}));
+    })
+    .noOnnx("internal: the gradient of relu (where(x > 0, dy, 0) in ONNX terms)");
+
 // y = max(x, 0)
 ONYX_OP(kRelu, "relu")
     .doc("y = max(x, 0)")
     .inputs(1)
     .infer(inferNumericUnary)
     .kernel(ops::unaryNumeric(relu(_2), host::vec::relu))
-    .backward([](GradCtx& g) { g.add(0, where(gt(g.x(0), 0.0), g.dy, 0.0)); })
+    // One pass (was gt, then where: two, with a bool tensor between).
+    .backward([](GradCtx& g) { g.add(0, g.graph.make(kReluGrad, {g.dy, g.x(0)})); })
     .onnx("Relu", 6)
     .exporter(typedExport("Relu", ints(13, 14, 14, IntBridge::viaFloat64)));
 
@@ -330,6 +349,7 @@ ONYX_OP(kClip, "clip")
 Expr tanh(Expr x) { return x->graph()->make(kTanh, {x}); }
 Expr sigmoid(Expr x) { return x->graph()->make(kSigmoid, {x}); }
 Expr relu(Expr x) { return x->graph()->make(kRelu, {x}); }
+Expr relu_grad(Expr dy, Expr x) { return x->graph()->make(kReluGrad, {dy, x}); }
 Expr leaky_relu(Expr x, float alpha) { return x->graph()->make(kLeakyRelu, {x}, {{"alpha", attr(alpha)}}); }
 Expr elu(Expr x, float alpha) { return x->graph()->make(kElu, {x}, {{"alpha", attr(alpha)}}); }
 Expr selu(Expr x) { return x->graph()->make(kSelu, {x}); }

@@ -82,6 +82,7 @@ Expr atanh(Expr x);
 Expr tanh(Expr x);
 Expr sigmoid(Expr x);
 Expr relu(Expr x);
+Expr relu_grad(Expr dy, Expr x);  // dy where x > 0, else 0: relu's gradient
 Expr leaky_relu(Expr x, float alpha = 0.01f);
 Expr elu(Expr x, float alpha = 1.f);
 Expr selu(Expr x);  // ONNX's alpha and gamma

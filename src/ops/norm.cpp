@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
+#include <onyx/backend/cpu/element.h>
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/ops/elementwise.h>
+#include <onyx/ops/layout.h>
 #include <onyx/ops/nn.h>
 #include <onyx/ops/pooling.h>
 #include <onyx/ops/reduce.h>
@@ -103,6 +105,24 @@ Expr channelNorm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps)
 }
 
 BatchNormResult normalizeByBatch(Expr x, const std::vector<int>& axes, Expr scale, Expr bias, double eps) {
+  const Shape& s = x->shape();
+  const Type t = x->value_type();
+  std::vector<int64_t> pc(static_cast<size_t>(std::max(1, s.rank() - 1)), 1);
+  if(s.rank() >= 2) pc[0] = s[1];
+  if(s.rank() >= 2 && axes == axesExcept1(s.rank()) && (t == Type::float32 || t == Type::float64) &&
+     scale->value_type() == t && bias->value_type() == t && scale->shape() == Shape(pc) &&
+     bias->shape() == Shape(pc)) {
+    // Statistics over every axis but 1 (the spatial batch norm): the fused
+    // ops, two passes over x forward (batch_moments, batch_normalize).
+    const int64_t C = s[1];
+    const std::vector<int64_t> perC{C};
+    Expr m = batch_moments(x);
+    Expr mu = reshape(slice(m, 0, 0, 1), perC), var = reshape(slice(m, 0, 1, 2), perC);
+    Expr y = batch_normalize(x, mu, var, reshape(scale, perC), reshape(bias, perC), eps);
+    std::vector<int64_t> kept(static_cast<size_t>(s.rank()), 1);
+    kept[1] = C;
+    return {y, reshape(mu, kept), reshape(var, kept)};
+  }
   Expr mu = mean(x, axes, true);
   Expr xc = x - mu;
   Expr var = mean(xc * xc, axes, true);
@@ -174,6 +194,321 @@ ONYX_OP(kChannelAffine, "channel_affine")
     });
 
 Expr channel_affine(Expr x, Expr s, Expr t) { return x->graph()->make(kChannelAffine, {x, s, t}); }
+
+// ------------------------------------------------------ batch norm, training
+//
+// A training batch norm over x [N, C, d1, ...] in four registry ops, each a
+// pass or two over x (it was 13 element-wise and reduction nodes forward and
+// about 30 backward, half of a ResNet-18 training step):
+//   m  = batch_moments(x)                    [2, C]: mean, population variance
+//   y  = batch_normalize(x, m, scale, bias)  (x - mean) / sqrt(var + eps) * scale + bias
+// and for their gradients
+//   s  = batch_norm_grad_sums(dy, x, m)      [2, C]: sum dy, sum dy * (x - mean)
+//   dx = batch_moments_grad(x, m, dm)        (dmean + 2 dvar (x - mean)) / count
+// Each backward is the op's own partial derivative (batch_normalize's takes
+// m as an input like any other), so the chain rule through m gives the
+// familiar batch-norm gradient. Statistics and sums are accumulated in double.
+
+namespace {
+
+// x [N, C, d1, ...] as N * C planes of `inner` elements.
+struct Planes {
+  int64_t N, C, inner;
+  explicit Planes(const Shape& s)
+      : N(s[0]), C(s[1]), inner(s.elements() / std::max<int64_t>(1, s[0] * s[1])) {}
+  int64_t count() const { return N * inner; }  // elements per channel
+};
+
+void checkPlanes(InferCtx& c, const Shape& xs) {
+  c.check(xs.rank() >= 2, "x must have shape [N, C, ...], got ", xs);
+}
+
+void checkFloat3264(InferCtx& c) {
+  c.type = c.commonType();
+  c.check(c.type == Type::float32 || c.type == Type::float64, "element type ", c.type,
+          " is not supported (float32, float64)");
+}
+
+void checkPerChannel(InferCtx& c, size_t i, const Shape& want, const char* what) {
+  c.check(c.shapeOf(i) == want, what, " must have shape ", want, ", got ", c.shapeOf(i));
+}
+
+// Per channel c: fold(c, run, len) over its N runs of `inner` elements, in
+// order, in parallel over the channels.
+template <class Fn>
+void forEachChannel(const Planes& p, Fn fn) {
+  host::parallelFor(p.C, p.N * p.C * p.inner, [&](int64_t lo, int64_t hi) {
+    for(int64_t c = lo; c < hi; ++c) fn(c);
+  });
+}
+
+// The sum over channel ch of get(element) in double, in the order that the
+// reduction kernel (host::reduceInto) adds the same elements for ReduceMean
+// over every axis but 1: runs of 16 or more folded in four and added run by
+// run, shorter runs as one chain. An exported batch_moments (ReduceMean, Sub,
+// Mul, ReduceMean) imports back to the same bits.
+// One channel (C = 1) is one run of N * inner.
+template <class T, class Get>
+double channelSum(const Planes& p, const T* x, int64_t ch, Get get) {
+  const int64_t runs = p.C == 1 ? 1 : p.N, len = p.C == 1 ? p.N * p.inner : p.inner;
+  double s = 0;
+  for(int64_t n = 0; n < runs; ++n) {
+    const T* r = x + (n * p.C + ch) * p.inner;
+    if(len >= 16) {
+      s += host::sumInFour(len, [r, &get](int64_t j) { return get(r[j]); });
+    } else {
+      for(int64_t j = 0; j < len; ++j) s += get(r[j]);
+    }
+  }
+  return s;
+}
+
+
+// mean = sum / count; var = the mean of (x - mean)^2, each difference and
+// square rounded to T as the element-wise ops round them.
+template <class T>
+void momentsKernel(KernelCtx& c) {
+  const Planes p(c.in[0]->shape());
+  const T* x = c.in[0]->data<T>();
+  T* out = c.out.data<T>();
+  const double count = double(p.count());
+  forEachChannel(p, [&](int64_t ch) {
+    const T mean = static_cast<T>(channelSum(p, x, ch, [](T v) { return double(v); }) / count);
+    const double v = channelSum(p, x, ch, [mean](T e) {
+      const T d = e - mean;
+      return double(T(d * d));
+    });
+    out[ch] = mean;
+    out[p.C + ch] = static_cast<T>(v / count);
+  });
+}
+
+// y = x * f + (bias - mean * f), f = scale / sqrt(var + eps), in T: the
+// form of channel_affine (and of PyTorch's CPU batch norm).
+template <class T>
+void normalizeKernel(KernelCtx& c) {
+  const Planes p(c.in[0]->shape());
+  const T *x = c.in[0]->data<T>(), *mean = c.in[1]->data<T>(), *var = c.in[2]->data<T>(), *sc = c.in[3]->data<T>(),
+          *b = c.in[4]->data<T>();
+  T* y = c.out.data<T>();
+  const T eps = c.in[5]->data<T>()[0];
+  std::vector<T> f(size_t(p.C)), t(size_t(p.C));
+  for(int64_t ch = 0; ch < p.C; ++ch) {
+    const T sd = std::sqrt(T(var[ch] + eps));
+    f[size_t(ch)] = sc[ch] / sd;
+    t[size_t(ch)] = b[ch] - mean[ch] * f[size_t(ch)];
+  }
+  const int64_t planes = p.N * p.C;
+  host::parallelFor(planes, planes * p.inner, [&](int64_t lo, int64_t hi) {
+    for(int64_t q = lo; q < hi; ++q) {
+      const int64_t ch = q % p.C;
+      const T fc = f[size_t(ch)], tc = t[size_t(ch)];
+      const T* xr = x + q * p.inner;
+      T* yr = y + q * p.inner;
+      for(int64_t j = 0; j < p.inner; ++j) yr[j] = xr[j] * fc + tc;
+    }
+  });
+}
+
+template <class T>
+void gradSumsKernel(KernelCtx& c) {
+  const Planes p(c.in[0]->shape());
+  const T *dy = c.in[0]->data<T>(), *x = c.in[1]->data<T>(), *m = c.in[2]->data<T>();
+  T* out = c.out.data<T>();
+  forEachChannel(p, [&](int64_t ch) {
+    const double mean = double(m[ch]);
+    double s = 0, sx = 0;
+    for(int64_t n = 0; n < p.N; ++n) {
+      const int64_t off = (n * p.C + ch) * p.inner;
+      const T *g = dy + off, *r = x + off;
+      s += host::sumInFour(p.inner, [g](int64_t j) { return g[j]; });
+      sx += host::sumInFour(p.inner, [g, r, mean](int64_t j) { return double(g[j]) * (double(r[j]) - mean); });
+    }
+    out[ch] = static_cast<T>(s);
+    out[p.C + ch] = static_cast<T>(sx);
+  });
+}
+
+template <class T>
+void momentsGradKernel(KernelCtx& c) {
+  const Planes p(c.in[0]->shape());
+  const T *x = c.in[0]->data<T>(), *m = c.in[1]->data<T>(), *dm = c.in[2]->data<T>();
+  T* dx = c.out.data<T>();
+  const double count = double(std::max<int64_t>(1, p.count()));
+  // dx = a[c] + b[c] * (x - mean[c]): a = dmean / count, b = 2 dvar / count
+  std::vector<T> a(size_t(p.C)), bb(size_t(p.C));
+  for(int64_t ch = 0; ch < p.C; ++ch) {
+    a[size_t(ch)] = static_cast<T>(double(dm[ch]) / count);
+    bb[size_t(ch)] = static_cast<T>(2.0 * double(dm[p.C + ch]) / count);
+  }
+  const int64_t planes = p.N * p.C;
+  host::parallelFor(planes, planes * p.inner, [&](int64_t lo, int64_t hi) {
+    for(int64_t q = lo; q < hi; ++q) {
+      const int64_t ch = q % p.C;
+      const T ac = a[size_t(ch)], bc = bb[size_t(ch)], mc = m[ch];
+      const T* xr = x + q * p.inner;
+      T* o = dx + q * p.inner;
+      for(int64_t j = 0; j < p.inner; ++j) o[j] = ac + bc * (xr[j] - mc);
+    }
+  });
+}
+
+template <void (*F)(KernelCtx&), void (*D)(KernelCtx&)>
+void floatOrDouble(KernelCtx& c) {
+  if(c.out.type() == Type::float32) F(c);
+  else D(c);
+}
+
+// Row r of m [2, C] as a [C] vector.
+Expr row(Expr m, int64_t r) { return reshape(slice(m, 0, r, r + 1), std::vector<int64_t>{m->shape()[1]}); }
+
+// ReduceMean of `x` over every axis but 1, kept dims, at the export's opset.
+std::string exportChannelMean(OnnxExportCtx& c, const std::string& x, int rank, const std::string& hint) {
+  std::vector<int64_t> axes;
+  for(int a = 0; a < rank; ++a)
+    if(a != 1) axes.push_back(a);
+  std::string y = c.fresh(hint);
+  if(c.opset() >= 18) c.emit("ReduceMean", {x, c.intsConst(axes, hint + "_axes")}, {y});
+  else c.emit("ReduceMean", {x}, {y}, {{"axes", AttrValue(IntList(axes.begin(), axes.end()))}});
+  return y;
+}
+
+}  // namespace
+
+ONYX_OP(kBatchMomentsGrad, "batch_moments_grad");
+ONYX_OP(kBatchNormGradSums, "batch_norm_grad_sums");
+
+// m = [mean of x over all axes but 1; population variance of the same]
+ONYX_OP(kBatchMoments, "batch_moments")
+    .doc("m [2, C] = [mean; population variance] of x [N, C, ...] over every axis but 1 (a training batch norm's "
+         "statistics)")
+    .inputs(1)
+    .infer([](InferCtx& c) {
+      checkFloat3264(c);
+      checkPlanes(c, c.shapeOf(0));
+      c.shape = Shape({2, c.shapeOf(0)[1]});
+    })
+    .cpu(floatOrDouble<momentsKernel<float>, momentsKernel<double>>)
+    .backward([](GradCtx& g) { g.add(0, g.graph.make(kBatchMomentsGrad, {g.x(0), g.y(), g.dy}, {})); })
+    .onnxExport(13, [](OnnxExportCtx& c) {
+      // ReduceMean(x), ReduceMean((x - mean)^2), each reshaped to [1, C], concatenated.
+      const int rank = c.inputShape(0).rank();
+      const int64_t C = c.inputShape(0)[1];
+      std::string x = c.input(0);
+      std::string mean = exportChannelMean(c, x, rank, "mean");
+      std::string d = c.fresh("centered"), sq = c.fresh("squares");
+      c.emit("Sub", {x, mean}, {d});
+      c.emit("Mul", {d, d}, {sq});
+      std::string var = exportChannelMean(c, sq, rank, "var");
+      // Shapes named as reshape's exporter names them (<output>/shape), so
+      // that a second export writes the same file.
+      std::string m1 = c.fresh("mean_row"), v1 = c.fresh("var_row");
+      c.emit("Reshape", {mean, c.intsConst({1, C}, "mean_row/shape")}, {m1});
+      c.emit("Reshape", {var, c.intsConst({1, C}, "var_row/shape")}, {v1});
+      c.emit("Concat", {m1, v1}, {c.output()}, {{"axis", int64_t(0)}});
+    });
+
+// dx = (dm[0, c] + 2 dm[1, c] (x - m[0, c])) / count
+[[maybe_unused]] static OpDef& kBatchMomentsGradDef = kBatchMomentsGrad
+    .doc("dx = (dm[0, c] + 2 dm[1, c] (x - m[0, c])) / count: the gradient of batch_moments (count = elements per "
+         "channel)")
+    .inputs(3)
+    .infer([](InferCtx& c) {
+      checkFloat3264(c);
+      const Shape& xs = c.shapeOf(0);
+      checkPlanes(c, xs);
+      checkPerChannel(c, 1, Shape({2, xs[1]}), "m");
+      checkPerChannel(c, 2, Shape({2, xs[1]}), "dm");
+      c.shape = xs;
+    })
+    .cpu(floatOrDouble<momentsGradKernel<float>, momentsGradKernel<double>>)
+    .notDifferentiable("internal: the gradient of batch_moments")
+    .noOnnx("internal: the gradient of batch_moments");
+
+// s = [sum of dy; sum of dy * (x - mean)] per channel
+[[maybe_unused]] static OpDef& kBatchNormGradSumsDef = kBatchNormGradSums
+    .doc("s [2, C] = [sum of dy; sum of dy * (x - mean[c])] over every axis but 1 (batch_normalize's gradient)")
+    .inputs(3)
+    .infer([](InferCtx& c) {
+      checkFloat3264(c);
+      const Shape& xs = c.shapeOf(1);
+      checkPlanes(c, xs);
+      c.check(c.shapeOf(0) == xs, "dy must have x's shape ", xs, ", got ", c.shapeOf(0));
+      checkPerChannel(c, 2, Shape({xs[1]}), "mean");
+      c.shape = Shape({2, xs[1]});
+    })
+    .cpu(floatOrDouble<gradSumsKernel<float>, gradSumsKernel<double>>)
+    .notDifferentiable("internal: part of the gradient of batch_normalize")
+    .noOnnx("internal: part of the gradient of batch_normalize");
+
+// y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]
+//
+// BatchNormalization's inputs, with eps a scalar input rather than an
+// attribute: exported, the op is ONNX element-wise ops, whose epsilon is a
+// constant either way, and a constant of the graph keeps its place on a
+// second export (the file stays the same).
+ONYX_OP(kBatchNormalize, "batch_normalize")
+    .doc("y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c] for x [N, C, ...], per-channel mean, var, "
+         "scale, bias [C] and a scalar eps (a training batch norm with the rows of batch_moments(x))")
+    .inputs(6)
+    .infer([](InferCtx& c) {
+      checkFloat3264(c);
+      const Shape& xs = c.shapeOf(0);
+      checkPlanes(c, xs);
+      const char* names[] = {"mean", "var", "scale", "bias"};
+      for(size_t i = 1; i <= 4; ++i) checkPerChannel(c, i, Shape({xs[1]}), names[i - 1]);
+      checkPerChannel(c, 5, Shape(), "eps");
+      c.shape = xs;
+    })
+    .cpu(floatOrDouble<normalizeKernel<float>, normalizeKernel<double>>)
+    // With r = 1 / sqrt(var + eps), s0 = sum dy, s1 = sum dy (x - mean) per channel:
+    //   dx = dy * scale r (m held), dscale = s1 r, dbias = s0,
+    //   dmean = -scale r s0, dvar = -scale r^3 s1 / 2.
+    .backward([](GradCtx& g) {
+      Expr x = g.x(0), mean = g.x(1), scale = g.x(3);
+      const Shape& xs = x->shape();
+      Expr r = 1.0 / sqrt(g.x(2) + g.x(5));
+      Expr sr = scale * r;
+      if(g.needs(0)) g.add(0, g.dy * norm::perChannel(sr, xs));
+      if(!g.needs(1) && !g.needs(2) && !g.needs(3) && !g.needs(4) && !g.needs(5)) return;
+      Expr s = g.graph.make(kBatchNormGradSums, {g.dy, x, mean}, {});
+      Expr s0 = row(s, 0), s1 = row(s, 1);
+      Expr dvar = sr * r * r * s1 * -0.5;
+      if(g.needs(1)) g.add(1, -(sr * s0));
+      if(g.needs(2)) g.add(2, dvar);
+      if(g.needs(3)) g.add(3, s1 * r);
+      if(g.needs(4)) g.add(4, s0);
+      if(g.needs(5)) g.add(5, sum(dvar));
+    })
+    // The kernel's arithmetic as ONNX element-wise ops (f = scale / sqrt(var
+    // + eps), t = bias - mean * f, y = x * f + t): they import back to ops
+    // that compute the same bits and export again to the same nodes (a
+    // BatchNormalization would import as channel_affine, another form).
+    .onnxExport(13, [](OnnxExportCtx& c) {
+      const Shape& xs = c.inputShape(0);
+      std::string mean = c.input(1), var = c.input(2);
+      std::string ve = c.fresh("var_eps"), sd = c.fresh("std"), f = c.fresh("factor"), mf = c.fresh("mean_factor"),
+                  sh = c.fresh("shift");
+      c.emit("Add", {var, c.input(5)}, {ve});
+      c.emit("Sqrt", {ve}, {sd});
+      c.emit("Div", {c.input(3), sd}, {f});
+      c.emit("Mul", {mean, f}, {mf});
+      c.emit("Sub", {c.input(4), mf}, {sh});
+      std::vector<int64_t> pc(static_cast<size_t>(xs.rank() - 1), 1);
+      pc[0] = xs[1];
+      std::string f1 = c.fresh("factor_c"), sh1 = c.fresh("shift_c"), xf = c.fresh("scaled");
+      c.emit("Reshape", {f, c.intsConst(pc, "factor_c/shape")}, {f1});
+      c.emit("Reshape", {sh, c.intsConst(pc, "shift_c/shape")}, {sh1});
+      c.emit("Mul", {c.input(0), f1}, {xf});
+      c.emit("Add", {xf, sh1}, {c.output()});
+    });
+
+Expr batch_moments(Expr x) { return x->graph()->make(kBatchMoments, {x}); }
+Expr batch_normalize(Expr x, Expr mean, Expr var, Expr scale, Expr bias, double eps) {
+  return x->graph()->make(kBatchNormalize, {x, mean, var, scale, bias, x->graph()->scalar(eps, x->value_type())});
+}
+Expr batch_moments_grad(Expr x, Expr m, Expr dm) { return x->graph()->make(kBatchMomentsGrad, {x, m, dm}); }
+Expr batch_norm_grad_sums(Expr dy, Expr x, Expr mean) { return x->graph()->make(kBatchNormGradSums, {dy, x, mean}); }
 
 // ---------------------------------------------------------------- batch norm
 

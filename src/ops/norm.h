@@ -24,6 +24,16 @@ struct BatchNormResult {
 };
 BatchNormResult batch_norm_train(Expr x, Expr scale, Expr bias, double eps = 1e-5);
 
+// The fused training batch norm that batch_norm_train runs, for x [N, C,
+// ...] (float32, float64): m [2, C] = [mean; population variance] over every
+// axis but 1, and y = (x - mean) / sqrt(var + eps) * scale + bias with
+// mean, var, scale and bias [C]. batch_norm_grad_sums and
+// batch_moments_grad are the pieces of their gradients (norm.cpp).
+Expr batch_moments(Expr x);
+Expr batch_normalize(Expr x, Expr mean, Expr var, Expr scale, Expr bias, double eps = 1e-5);
+Expr batch_moments_grad(Expr x, Expr m, Expr dm);
+Expr batch_norm_grad_sums(Expr dy, Expr x, Expr mean);
+
 // y = (x - mean) / sqrt(var + eps) * scale + bias with statistics per
 // (sample, channel) over the spatial dims d1, ... (x of rank >= 3).
 Expr instance_norm(Expr x, Expr scale, Expr bias, double eps = 1e-5);

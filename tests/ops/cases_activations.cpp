@@ -36,6 +36,22 @@ ONYX_OP_CASE({"relu", "int", {ints({7}, -4, 4)},
               [](const std::vector<Expr>& x) { return relu(x[0]); },
               [](const std::vector<Ref>& x) { return refMap(x, [](double a) { return a > 0 ? a : 0.0; }); },
               /*gradcheck=*/false});
+// relu's gradient: dy where x > 0 (x only selects, so only dy is checked).
+ONYX_OP_CASE({"relu_grad", "selects_dy", {in({2, 3}), constantInput(values({2, 3}, {-1.5, -0.2, 0.3, 2.0, -0.01, 0.7}))},
+              [](const std::vector<Expr>& x) { return relu_grad(x[0], x[1]); },
+              [](const std::vector<Ref>& x) {
+                Ref y = refLike(x[0]);
+                for(int64_t k = 0; k < y.size(); ++k) y[k] = x[1][k] > 0 ? x[0][k] : 0.0;
+                return y;
+              }});
+ONYX_OP_CASE({"relu_grad", "int", {ints({7}, -4, 4), ints({7}, -4, 4)},
+              [](const std::vector<Expr>& x) { return relu_grad(x[0], x[1]); },
+              [](const std::vector<Ref>& x) {
+                Ref y = refLike(x[0]);
+                for(int64_t k = 0; k < y.size(); ++k) y[k] = x[1][k] > 0 ? x[0][k] : 0.0;
+                return y;
+              },
+              /*gradcheck=*/false});
 ONYX_OP_CASE({"leaky_relu", "default_alpha", {values({5}, {-3.0, -0.4, 0.2, 0.9, 4.0})},
               [](const std::vector<Expr>& x) { return leaky_relu(x[0]); },
               [](const std::vector<Ref>& x) { return refMap(x, [](double a) { return a > 0 ? a : double(0.01f) * a; }); }});

@@ -101,15 +101,91 @@ Ref refBatchTrain(Rs x, double eps, int which) {
   return s;
 }
 
-ONYX_OP_CASE({"mean", "batch_norm_train_y", {in({4, 3, 2}, -2, 2), in({3}, 0.5, 1.5), in({3})},
+// batch_norm_train runs as batch_moments and batch_normalize on the CPU.
+ONYX_OP_CASE({"batch_normalize", "batch_norm_train_y", {in({4, 3, 2}, -2, 2), in({3}, 0.5, 1.5), in({3})},
               [](Xs x) { return batch_norm_train(x[0], x[1], x[2], 1e-5).y; },
               [](Rs x) { return refBatchTrain(x, 1e-5, 0); }});
-ONYX_OP_CASE({"mean", "batch_norm_train_mean", {in({4, 3, 2}, -2, 2), in({3}, 0.5, 1.5), in({3})},
+ONYX_OP_CASE({"batch_moments", "batch_norm_train_mean", {in({4, 3, 2}, -2, 2), in({3}, 0.5, 1.5), in({3})},
               [](Xs x) { return batch_norm_train(x[0], x[1], x[2]).mean; },
               [](Rs x) { return refBatchTrain(x, 1e-5, 1); }});
-ONYX_OP_CASE({"mean", "batch_norm_train_var", {in({4, 3, 2}, -2, 2), in({3}, 0.5, 1.5), in({3})},
+ONYX_OP_CASE({"batch_moments", "batch_norm_train_var", {in({4, 3, 2}, -2, 2), in({3}, 0.5, 1.5), in({3})},
               [](Xs x) { return batch_norm_train(x[0], x[1], x[2]).var; },
               [](Rs x) { return refBatchTrain(x, 1e-5, 2); }});
+// The same through the ONNX-style statistics over a 4-D x (an image batch):
+// y's gradient runs through both ops and the two gradient ops.
+ONYX_OP_CASE({"batch_normalize", "batch_norm_train_nchw", {in({3, 2, 2, 3}, -2, 2), in({2}, 0.5, 1.5), in({2})},
+              [](Xs x) { return batch_norm_train(x[0], x[1], x[2], 1e-3).y; },
+              [](Rs x) {
+                auto mv = refMoments(x[0], {0, 2, 3});
+                Ref y = refLike(x[0]);
+                for(int64_t k = 0; k < y.size(); ++k) {
+                  int64_t c = channelOf(x[0].shape, k);
+                  y[k] = (x[0][k] - mv[0][k]) / std::sqrt(mv[1][k] + 1e-3) * x[1][c] + x[2][c];
+                }
+                return y;
+              }});
+
+// [mean; var] per channel as a [2, C] reference.
+Ref refChannelMoments(const Ref& x) {
+  std::vector<int> axes{0};
+  for(int a = 2; a < static_cast<int>(x.shape.size()); ++a) axes.push_back(a);
+  auto mv = refMoments(x, axes);
+  const int64_t C = x.shape[1];
+  Ref m = refOfShape({2, C});
+  for(int64_t k = 0; k < x.size(); ++k) {
+    int64_t c = channelOf(x.shape, k);
+    m[c] = mv[0][k];
+    m[C + c] = mv[1][k];
+  }
+  return m;
+}
+
+ONYX_OP_CASE({"batch_moments", "nchw", {in({2, 3, 2, 3}, -2, 2)}, [](Xs x) { return batch_moments(x[0]); },
+              [](Rs x) { return refChannelMoments(x[0]); }});
+ONYX_OP_CASE({"batch_moments", "rank2", {in({5, 4}, -2, 2)}, [](Xs x) { return batch_moments(x[0]); },
+              [](Rs x) { return refChannelMoments(x[0]); }});
+
+// batch_normalize with mean and var as inputs of their own: its gradients
+// w.r.t. them are checked as well as those of x, scale and bias.
+ONYX_OP_CASE({"batch_normalize", "given_statistics",
+              {in({2, 3, 2, 2}, -2, 2), in({3}), in({3}, 0.5, 1.5), in({3}, 0.5, 1.5), in({3})},
+              [](Xs x) { return batch_normalize(x[0], x[1], x[2], x[3], x[4], 1e-2); },
+              [](Rs x) {
+                Ref y = refLike(x[0]);
+                for(int64_t k = 0; k < y.size(); ++k) {
+                  int64_t c = channelOf(x[0].shape, k);
+                  y[k] = (x[0][k] - x[1][c]) / std::sqrt(x[2][c] + 1e-2) * x[3][c] + x[4][c];
+                }
+                return y;
+              }});
+
+ONYX_OP_CASE({"batch_moments_grad", "nchw", {in({2, 3, 2, 2}, -2, 2), in({2, 3}), in({2, 3})},
+              [](Xs x) { return batch_moments_grad(x[0], x[1], x[2]); },
+              [](Rs x) {
+                const int64_t C = x[0].shape[1];
+                const double count = double(x[0].size() / C);
+                Ref y = refLike(x[0]);
+                for(int64_t k = 0; k < y.size(); ++k) {
+                  int64_t c = channelOf(x[0].shape, k);
+                  y[k] = (x[2][c] + 2 * x[2][C + c] * (x[0][k] - x[1][c])) / count;
+                }
+                return y;
+              },
+              /*gradcheck=*/false});
+
+ONYX_OP_CASE({"batch_norm_grad_sums", "nchw", {in({2, 3, 2, 2}), in({2, 3, 2, 2}, -2, 2), in({3})},
+              [](Xs x) { return batch_norm_grad_sums(x[0], x[1], x[2]); },
+              [](Rs x) {
+                const int64_t C = x[1].shape[1];
+                Ref s = refOfShape({2, C});
+                for(int64_t k = 0; k < x[1].size(); ++k) {
+                  int64_t c = channelOf(x[1].shape, k);
+                  s[c] += x[0][k];
+                  s[C + c] += x[0][k] * (x[1][k] - x[2][c]);
+                }
+                return s;
+              },
+              /*gradcheck=*/false});
 
 // ------------------------------------------------------- instance/group norm
 

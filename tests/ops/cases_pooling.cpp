@@ -154,6 +154,20 @@ void avgPoolGradCase(const char* name, V xs, PoolGeo p) {
   maxPoolCase("3d", {1, 1, 3, 4, 4}, {{2, 2, 2}, {1, 2, 2}, {}, {}});
   maxPoolIndicesCase("2d_pads_rowmajor", {2, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}}, 0);
   maxPoolIndicesCase("2d_colmajor", {1, 2, 5, 4}, {{2, 2}, {2, 2}, {}, {}}, 1);
+  // The float32 kernel goes tap by tap along each output row: wide rows,
+  // asymmetric pads, ceil_mode, dilation along the row, and 1-D.
+  maxPoolIndicesCase("2d_wide_rows_ceil_dilation", {2, 2, 7, 19}, {{3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 2}, true}, 0);
+  maxPoolIndicesCase("2d_wide_rows_colmajor", {1, 3, 6, 37}, {{3, 3}, {2, 2}, {0, 1, 1, 2}, {}}, 1);
+  maxPoolIndicesCase("1d", {2, 2, 7}, {{3}, {2}, {0, 1}, {}}, 0);
+  {
+    // Ties: the first maximum in the window's scan order wins.
+    OpCase c{"max_pool_indices", "2d_ties_first_wins",
+             {values({1, 1, 3, 4}, {1, 2, 2, 0, 2, 2, 1, 2, 0, 2, 2, 2})},
+             [](Xs x) { return max_pool_indices(x[0], {2, 2}, popts({{2, 2}, {1, 1}, {}, {}}), 0); },
+             [](Rs r) { return refPool(r[0], {{2, 2}, {1, 1}, {}, {}}, PoolKind::Index, 0); }};
+    c.gradcheck = false;
+    cases().push_back(c);
+  }
 
   avgPoolCase("2d_pads_exclude", {1, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}});
   avgPoolCase("2d_pads_include", {1, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false, true});

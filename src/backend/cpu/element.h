@@ -306,6 +306,21 @@ void reduceInto(const TensorBase& in, TensorBase& out, Acc init, Combine combine
           store(op, o, finish(foldInFour(p.redN, init, get, combine, merge), p.redN));
           continue;
         }
+        if(p.nr == 2 && p.redStr[1] == 1 && p.redDims[1] >= 16) {
+          // Reduced axes around a kept one whose innermost run is
+          // contiguous ([N, C, H*W] -> [C]: batch statistics, bias
+          // gradients): each run folded in four, the runs merged in order
+          // (was one offset computation with two divisions per element:
+          // 32x64x112x112 -> 64 took 100 ms, now memory speed).
+          const int64_t runs = p.redDims[0], len = p.redDims[1], st = p.redStr[0];
+          for(int64_t q = 0; q < runs; ++q) {
+            const T* x = ip + base + q * st;
+            auto get = [x](int64_t j) { return static_cast<Acc>(load(x, j)); };
+            acc = merge(acc, foldInFour(len, init, get, combine, merge));
+          }
+          store(op, o, finish(acc, p.redN));
+          continue;
+        }
       }
       if(p.nr == 1) {  // one reduced axis (the common case): a plain strided loop
         const int64_t st = p.redStr[0];

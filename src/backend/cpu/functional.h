@@ -214,6 +214,7 @@ ONYX_UNARY(mish, v * std::tanh(softplusOf(v)))
 ONYX_UNARY(logicalNot, !v)
 
 ONYX_BINARY(prelu, isNegative(u) ? static_cast<T>(u * w) : u)
+ONYX_BINARY(reluGrad, w > T(0) ? u : T(0))
 ONYX_BINARY(add, wrapAdd(u, w))
 ONYX_BINARY(sub, wrapSub(u, w))
 ONYX_BINARY(mul, wrapMul(u, w))

@@ -80,6 +80,20 @@ struct IntMatMul {
   const float* bias = nullptr;
 };
 void matmulInteger(size_t dev, const IntMatMul& m);
+
+// The training batch norm of ops/norm.cpp on x [N, C, inner] (float32 or
+// float64, type t): one block per channel sums in double for the [2, C]
+// results (batch_moments: mean, population variance; batch_norm_grad_sums:
+// sum dy, sum dy (x - mean)); batch_normalize and batch_moments_grad are one
+// thread per element.
+struct BatchNormDims {
+  int64_t N, C, inner;
+};
+void batchMoments(size_t dev, Type t, const void* x, void* m, BatchNormDims d);
+void batchNormGradSums(size_t dev, Type t, const void* dy, const void* x, const void* mean, void* s, BatchNormDims d);
+void batchNormalize(size_t dev, Type t, const void* x, const void* mean, const void* var, const void* scale,
+                    const void* bias, const void* eps, void* y, BatchNormDims d);
+void batchMomentsGrad(size_t dev, Type t, const void* x, const void* m, const void* dm, void* dx, BatchNormDims d);
 // y = x with the elements of its [n, m] matrices outside the kept triangle
 // zeroed: kept where j - i >= k (upper) or j - i <= k; `count` elements of
 // `esize` bytes.
