@@ -200,14 +200,16 @@ Expr channel_affine(Expr x, Expr s, Expr t) { return x->graph()->make(kChannelAf
 // A training batch norm over x [N, C, d1, ...] in four registry ops, each a
 // pass or two over x (it was 13 element-wise and reduction nodes forward and
 // about 30 backward, half of a ResNet-18 training step):
-//   m  = batch_moments(x)                    [2, C]: mean, population variance
-//   y  = batch_normalize(x, m, scale, bias)  (x - mean) / sqrt(var + eps) * scale + bias
+//   m  = batch_moments(x)          [2, C]: mean, population variance (its rows)
+//   y  = batch_normalize(x, mean, var, scale, bias, eps)
+//                                  (x - mean) / sqrt(var + eps) * scale + bias
 // and for their gradients
-//   s  = batch_norm_grad_sums(dy, x, m)      [2, C]: sum dy, sum dy * (x - mean)
-//   dx = batch_moments_grad(x, m, dm)        (dmean + 2 dvar (x - mean)) / count
-// Each backward is the op's own partial derivative (batch_normalize's takes
-// m as an input like any other), so the chain rule through m gives the
-// familiar batch-norm gradient. Statistics and sums are accumulated in double.
+//   s  = batch_norm_grad_sums(dy, x, mean)  [2, C]: sum dy, sum dy * (x - mean)
+//   dx = batch_moments_grad(x, m, dm)       (dmean + 2 dvar (x - mean)) / count
+// Each backward is the op's own partial derivative (batch_normalize takes
+// mean and var as inputs like any other), so the chain rule through m gives
+// the familiar batch-norm gradient. Statistics and sums are accumulated in
+// double.
 
 namespace {
 
