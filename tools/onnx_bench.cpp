@@ -218,10 +218,12 @@ int main(int argc, char** argv) {
     graph->setDevice(so.device);
     graph->setSeed(seed);
     auto opt = Optimizer<Sgd>(lr);
+    PassCounts trainPasses;  // the training fusions of the last step's graph
     auto trainStep = [&]() {
       graph->clear();
       graph->setInference(false);
       ImportedGraph imported = importGraph(*model, *graph, in, /*trainable=*/true);
+      if(optLevel == OptLevel::all) trainPasses = optimizeForTraining(*graph, imported);
       if(imported.spec.outputs.empty()) throw Error(str(modelPath, ": the model has no output to train"));
       Expr out = imported.spec.outputs.at(0).second;
       if(!isFloat(out->value_type()))
@@ -305,7 +307,7 @@ int main(int argc, char** argv) {
     }
 
     std::string passes;
-    for(const auto& p : session.passesFired()) passes += (passes.empty() ? "" : ", ") + p.first + " " + std::to_string(p.second);
+    for(const auto& p : train ? trainPasses : session.passesFired()) passes += (passes.empty() ? "" : ", ") + p.first + " " + std::to_string(p.second);
     if(passes.empty()) passes = "none fired";
     if(!profileJson.empty()) profiler->writeChromeTrace(profileJson);
 
@@ -317,7 +319,7 @@ int main(int argc, char** argv) {
         << ", \"warmup\": " << warmed << ", \"inputs\": " << json::quote(inputDesc) << ", \"load_ms\": " << loadMs
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
-        << ", \"opt_level\": " << json::quote(optLevelName(optLevel)) << ", \"passes\": " << json::quote(train ? "" : passes)
+        << ", \"opt_level\": " << json::quote(optLevelName(optLevel)) << ", \"passes\": " << json::quote(passes)
         << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
       for(size_t i = 0; i < lat.size(); ++i) o << (i ? ", " : "") << lat[i];
       o << "]}";
@@ -334,7 +336,7 @@ int main(int argc, char** argv) {
                 << "latency p90:      " << p90 << " ms (min " << mn << ", max " << mx << ")\n"
                 << "peak RSS:         " << std::setprecision(1) << peakRssMB << " MiB (VmHWM; ru_maxrss " << maxrssMB << " MiB)\n"
                 << "graph peak:       " << std::setprecision(3) << graphPeakMB << " MiB (workspace of the last run)\n";
-      if(!train) std::cout << "graph passes:     " << passes << " (--opt-level " << optLevelName(optLevel) << ")\n";
+      std::cout << "graph passes:     " << passes << " (--opt-level " << optLevelName(optLevel) << ")\n";
       if(profiler) std::cout << profiler->report(profileTop);
       if(!profileJson.empty()) std::cout << "chrome trace:     " << profileJson << "\n";
     }

@@ -44,6 +44,16 @@ void runUnaryFloat(On, KernelCtx& c, F f) {
   });
 }
 
+// dx = f(dy, x) on float types (dy and x of one shape), for kernels that
+// pick their functor at run time.
+template <class On, class F>
+void runBinaryFloat(On, KernelCtx& c, F f) {
+  dispatchFloat(c.out.type(), c.node.type().c_str(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    On::template run<T, T, T>(f, c.out, *c.in[0], *c.in[1]);
+  });
+}
+
 // Numeric (not bool) input, output like it.
 void inferNumericUnary(InferCtx& c) {
   c.check(c.typeOf(0) != Type::boolean, "input is bool but this op needs a number; cast it with cast(x, Type::float32)");
@@ -152,6 +162,60 @@ ONYX_OP(kSelu, "selu")
     .onnx("Selu", 6)
     .exporter(typedExport("Selu", floats(22)));
 
+// dx = dy * gelu'(x): erf form gelu' = Phi(x) + x phi(x); tanh form, with
+// t = tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3):
+// gelu' = (1 + t)/2 + x/2 (1 - t^2) u'.
+ONYX_OP(kGeluGrad, "gelu_grad")
+    .doc("dx = dy * gelu'(x) (approximate as gelu's): the gradient of gelu, one pass over dy and x")
+    .inputs(2)
+    .attr("approximate", std::string("none"))
+    .infer([](InferCtx& c) {
+      const std::string& a = c.attrs.s("approximate");
+      c.check(a == "none" || a == "tanh", "approximate is '", a, "' but must be \"none\" or \"tanh\"");
+      c.requireFloat(0);
+      c.requireFloat(1);
+      c.type = c.commonType();
+      c.check(c.shapeOf(0) == c.shapeOf(1), "dy of shape ", c.shapeOf(0), " and x of shape ", c.shapeOf(1),
+              " must have one shape");
+      c.shape = c.shapeOf(0);
+    })
+    .kernel(ops::onDevices([](auto on, KernelCtx& c) {
+      bool tanhForm = c.attrs.s("approximate") == "tanh";
+#ifndef ONYX_GPU_PLUGIN
+      if constexpr(std::is_same<decltype(on), ops::OnHost>::value) {
+        const TensorBase &dy = *c.in[0], &x = *c.in[1];
+        if(dy.type() == Type::float32 && x.type() == Type::float32 && c.out.type() == Type::float32 &&
+           host::dnnlGeluGrad(tanhForm, dy.data<float>(), x.data<float>(), c.out.data<float>(), x.size()))
+          return;
+      }
+#endif
+      if(tanhForm) {
+        auto t = tanh(kSqrt2OverPi * (_3 + kGeluCubic * _3 * _3 * _3));
+        runBinaryFloat(on, c,
+                       _2 * (0.5 * (1.0 + t) +
+                             0.5 * _3 * (1.0 - t * t) * (kSqrt2OverPi * (1.0 + 3.0 * kGeluCubic * _3 * _3))));
+      } else {
+        runBinaryFloat(on, c, _2 * (0.5 * (1.0 + erf(_3 * kSqrtHalf)) + _3 * exp(_3 * _3 * -0.5) * kInvSqrt2Pi));
+      }
+    }))
+    // Linear in dy; in x through gelu'': erf form phi(x) (2 - x^2); tanh form
+    // (1 - t^2) (u' - x t u'^2 + 3 sqrt(2/pi) 0.044715 x^2).
+    .backward([](GradCtx& g) {
+      Expr x = g.x(1);
+      if(g.needs(0)) g.add(0, gelu_grad(g.dy, x, g.attrs.s("approximate") == "tanh"));
+      if(!g.needs(1)) return;
+      Expr second;
+      if(g.attrs.s("approximate") == "tanh") {
+        Expr t = tanh((x + x * x * x * kGeluCubic) * kSqrt2OverPi);
+        Expr du = (1.0 + x * x * (3 * kGeluCubic)) * kSqrt2OverPi;
+        second = (1.0 - t * t) * (du - x * t * du * du + x * x * (3 * kGeluCubic * kSqrt2OverPi));
+      } else {
+        second = exp(x * x * -0.5) * kInvSqrt2Pi * (2.0 - x * x);
+      }
+      g.add(1, g.dy * g.x(0) * second);
+    })
+    .noOnnx("internal: the gradient of gelu (its derivative's expression in ONNX terms)");
+
 // y = x * Phi(x) = x/2 (1 + erf(x / sqrt 2)), or with approximate = "tanh"
 // y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 ONYX_OP(kGelu, "gelu")
@@ -179,18 +243,9 @@ ONYX_OP(kGelu, "gelu")
       else
         runUnaryFloat(on, c, 0.5 * _2 * (1.0 + erf(_2 * kSqrtHalf)));
     }))
-    .backward([](GradCtx& g) {
-      Expr x = g.x(0);
-      if(g.attrs.s("approximate") == "tanh") {
-        Expr t = tanh((x + x * x * x * kGeluCubic) * kSqrt2OverPi);
-        Expr du = (1.0 + x * x * (3 * kGeluCubic)) * kSqrt2OverPi;
-        g.add(0, g.dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du));
-      } else {
-        Expr cdf = 0.5 * (1.0 + erf(x * kSqrtHalf));
-        Expr pdf = exp(x * x * -0.5) * kInvSqrt2Pi;
-        g.add(0, g.dy * (cdf + x * pdf));
-      }
-    })
+    // One pass over dy and x (gelu_grad), where the expression of gelu'
+    // was eight element-wise nodes.
+    .backward([](GradCtx& g) { g.add(0, gelu_grad(g.dy, g.x(0), g.attrs.s("approximate") == "tanh")); })
     .onnx("Gelu", 20);
 
 // y = x * sigmoid(x)
@@ -355,6 +410,9 @@ Expr elu(Expr x, float alpha) { return x->graph()->make(kElu, {x}, {{"alpha", at
 Expr selu(Expr x) { return x->graph()->make(kSelu, {x}); }
 Expr gelu(Expr x, bool tanhApprox) {
   return x->graph()->make(kGelu, {x}, {{"approximate", attr(tanhApprox ? "tanh" : "none")}});
+}
+Expr gelu_grad(Expr dy, Expr x, bool tanhApprox) {
+  return x->graph()->make(kGeluGrad, {dy, x}, {{"approximate", attr(tanhApprox ? "tanh" : "none")}});
 }
 Expr swish(Expr x) { return x->graph()->make(kSwish, {x}); }
 Expr softplus(Expr x) { return x->graph()->make(kSoftplus, {x}); }

@@ -88,6 +88,7 @@ Expr elu(Expr x, float alpha = 1.f);
 Expr selu(Expr x);  // ONNX's alpha and gamma
 // Exact x * Phi(x) with the normal CDF Phi, or the tanh approximation.
 Expr gelu(Expr x, bool tanhApprox = false);
+Expr gelu_grad(Expr dy, Expr x, bool tanhApprox = false);  // dy * gelu'(x): gelu's gradient
 Expr swish(Expr x);  // x * sigmoid(x), also called SiLU
 Expr softplus(Expr x);
 Expr softsign(Expr x);                                          // x / (1 + |x|)

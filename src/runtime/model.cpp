@@ -165,4 +165,16 @@ ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const Host
                          ImportOptions{trainable});
 }
 
+PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& imported) {
+  std::vector<Expr> keep;
+  for(const auto& kv : imported.spec.outputs) keep.push_back(kv.second);
+  for(const auto& kv : imported.outputs) {
+    if(kv.second.tensor) keep.push_back(kv.second.tensor);
+    for(const Expr& e : kv.second.sequence) keep.push_back(e);
+    if(kv.second.mapValues) keep.push_back(kv.second.mapValues);
+  }
+  for(const auto& u : imported.stateUpdates) keep.push_back(u.second);
+  return optimizeTrainingGraph(graph, keep);
+}
+
 }  // namespace onyx

@@ -16,6 +16,7 @@
 #include <onyx/converters/onnx_importer.h>
 #include <onyx/core/tensor.h>
 #include <onyx/graph/onnx_import.h>
+#include <onyx/graph/passes/passes.h>
 
 namespace onyx {
 
@@ -110,5 +111,13 @@ using HostValues = std::map<std::string, HostValue>;
 // import (Model and HostValues are runtime types); the import itself is
 // converters' importOnnxGraph.
 ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const HostValues& inputs, bool trainable = false);
+
+// The training fusions (optimizeTrainingGraph) on a graph importGraph built
+// for training, keeping what `imported` holds: every tensor output and the
+// buffers' next values. Call it after importGraph and before building the
+// loss and forward(); returns the passes that fired. Gradients are those of
+// the unfused graph up to float rounding (gelu and its gradient are each
+// one kernel).
+PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& imported);
 
 }  // namespace onyx

@@ -201,6 +201,9 @@ Expr Trainer::build(const Batch& raw, bool train, bool withLoss) {
   if(sample_.empty())
     for(auto& [input, key] : o_.inputs) sample_[key] = batch.at(key);
   *imported_ = importGraph(*model_, *graph_, in, true);
+  // Training steps run the fused graph; an export (train false) the
+  // model's own ops.
+  if(train) optimizeForTraining(*graph_, *imported_);
   built_ = true;
   if(!frozen_) {
     size_t n = freezeParams(*graph_, o_.freeze);

@@ -89,6 +89,45 @@ ONYX_OP_CASE({"gelu", "tanh_approximation", {in({3, 4}, -4, 4)},
                   return 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (a + 0.044715 * a * a * a)));
                 });
               }});
+// gelu'(a) written independently of the kernel: Phi(a) + a phi(a) with Phi
+// from erfc; the tanh form's with sech^2 as 1 / cosh^2.
+ONYX_OP_CASE({"gelu_grad", "exact", {in({3, 4}, -2, 2), in({3, 4}, -4, 4)},
+              [](const std::vector<Expr>& x) { return gelu_grad(x[0], x[1]); },
+              [](const std::vector<Ref>& x) {
+                Ref y = refLike(x[0]);
+                const double pi = 3.14159265358979323846;
+                for(int64_t k = 0; k < y.size(); ++k) {
+                  double a = x[1][k];
+                  double d = 0.5 * std::erfc(-a / std::sqrt(2.0)) + a * std::exp(-a * a / 2) / std::sqrt(2 * pi);
+                  y[k] = x[0][k] * d;
+                }
+                return y;
+              }});
+ONYX_OP_CASE({"gelu_grad", "tanh_approximation", {in({2, 5}, -2, 2), in({2, 5}, -4, 4)},
+              [](const std::vector<Expr>& x) { return gelu_grad(x[0], x[1], true); },
+              [](const std::vector<Ref>& x) {
+                Ref y = refLike(x[0]);
+                const double pi = 3.14159265358979323846, k0 = std::sqrt(2.0 / pi);
+                for(int64_t k = 0; k < y.size(); ++k) {
+                  double a = x[1][k], u = k0 * (a + 0.044715 * a * a * a), c = std::cosh(u);
+                  double d = 0.5 * (1 + std::tanh(u)) + 0.5 * a / (c * c) * k0 * (1 + 3 * 0.044715 * a * a);
+                  y[k] = x[0][k] * d;
+                }
+                return y;
+              }});
+// Long enough that a vector kernel runs its full-width body and a tail.
+ONYX_OP_CASE({"gelu_grad", "long", {in({1000}, -2, 2), in({1000}, -6, 6)},
+              [](const std::vector<Expr>& x) { return gelu_grad(x[0], x[1]); },
+              [](const std::vector<Ref>& x) {
+                Ref y = refLike(x[0]);
+                const double pi = 3.14159265358979323846;
+                for(int64_t k = 0; k < y.size(); ++k) {
+                  double a = x[1][k];
+                  y[k] = x[0][k] * (0.5 * std::erfc(-a / std::sqrt(2.0)) + a * std::exp(-a * a / 2) / std::sqrt(2 * pi));
+                }
+                return y;
+              },
+              /*gradcheck=*/false});
 ONYX_OP_CASE({"swish", "range", {in({3, 4}, -5, 5)},
               [](const std::vector<Expr>& x) { return swish(x[0]); },
               [](const std::vector<Ref>& x) { return refMap(x, [](double a) { return a / (1.0 + std::exp(-a)); }); }});

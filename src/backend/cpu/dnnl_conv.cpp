@@ -876,6 +876,36 @@ bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n) {
   return true;
 }
 
+bool dnnlGeluGrad(bool tanhForm, const float* dy, const float* x, float* dx, int64_t n) {
+  if(!dnnlEnabled() || n <= 0 || n >= (int64_t(1) << 31)) return false;
+  // Cached as dnnlGelu's: per form and length, per calling thread.
+  thread_local std::unordered_map<int64_t, std::shared_ptr<dnnl::eltwise_backward>> made[2];
+  auto& cache = made[tanhForm ? 1 : 0];
+  auto it = cache.find(n);
+  const memory::desc md({n}, memory::data_type::f32, Tag::a);
+  if(it == cache.end()) {
+    if(cache.size() >= 64) cache.clear();
+    std::shared_ptr<dnnl::eltwise_backward> prim;
+    try {
+      const auto alg = tanhForm ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf;
+      dnnl::eltwise_forward::primitive_desc hint(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, 0.f, 0.f), cpuEngine());
+      dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(alg, md, md, 0.f, 0.f), cpuEngine(),
+                                                hint);
+      if(std::string(pd.impl_info_str()).rfind("ref", 0) != 0) prim = std::make_shared<dnnl::eltwise_backward>(pd);
+    } catch(const dnnl::error&) {
+    }
+    it = cache.emplace(n, prim).first;
+  }
+  if(!it->second) return false;
+  const dnnl::engine& eng = cpuEngine();
+  memory xm(md, eng, const_cast<float*>(x)), dym(md, eng, const_cast<float*>(dy)), dxm(md, eng, dx);
+  dnnl::stream& strm = threadStream();
+  it->second->execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_DIFF_SRC, dxm}});
+  strm.wait();
+  return true;
+}
+
 bool dnnlSoftmax(bool logOut, const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
   // The sizes are a tensor's (their product is bounded); oneDNN takes int.
   if(!dnnlEnabled() || outer <= 0 || n <= 0 || inner <= 0 || outer * n * inner >= (int64_t(1) << 31)) return false;

@@ -140,6 +140,12 @@ bool dnnlHasVnni();
 // when oneDNN is off or declines.
 bool dnnlGelu(bool tanhForm, const float* x, float* y, int64_t n);
 
+// dx[i] = dy[i] * gelu'(x[i]) over n contiguous float32s, the gradient of
+// dnnlGelu through oneDNN's eltwise backward kernels (dx may alias dy).
+// False, nothing written, when oneDNN is off or has only its reference
+// kernel.
+bool dnnlGeluGrad(bool tanhForm, const float* dy, const float* x, float* dx, int64_t n);
+
 // y = softmax (or log-softmax) of x [outer, n, inner] along its middle axis,
 // float32, through oneDNN's softmax kernels (y == x allowed). The caller
 // checks x for NaN first (oneDNN's max does not propagate it). False,

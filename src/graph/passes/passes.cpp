@@ -74,4 +74,14 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
   return fired;
 }
 
+PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep) {
+  if(g.isInference())
+    throw Error("optimizeTrainingGraph: the graph is in inference mode (optimizeGraph is the inference graph's)");
+  PassCounts fired;
+  if(size_t n = fuseGelu(g, keep)) fired.emplace_back("fuse_gelu", n);
+  if(fired.empty()) return fired;
+  if(size_t n = g.prune(keep)) fired.emplace_back("prune", n);
+  return fired;
+}
+
 }  // namespace onyx

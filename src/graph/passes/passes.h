@@ -46,6 +46,15 @@ using PassCounts = std::vector<std::pair<std::string, size_t>>;
 // onyx::Error listing the passes.
 PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels = true,
                          const std::vector<std::string>& disabled = {});
+// The fusions that keep a training graph's gradients, for a graph built
+// for training (not inference) before forward(): each fused op has its
+// own backward, so autodiff differentiates the fused node where it would
+// have differentiated the chain (fuse_gelu: gelu, whose gradient is one
+// gelu_grad pass where the chain's was about fifteen element-wise nodes),
+// then prune. `keep` as optimizeGraph's (the outputs the loss reads, the
+// buffers' next values); a node the caller means to read or differentiate
+// besides them must be in it too.
+PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep);
 // The passes optimizeGraph runs at level all, in order.
 const std::vector<std::string>& passNames();
 
