@@ -549,10 +549,11 @@ void ExpressionGraph::computeNode(Node* n) {
   const KernelFn& k = op.kernels[static_cast<int>(device_.type)];
   ONYX_CHECK(static_cast<bool>(k), op.name, ": no kernel for device ", device_.toString());
   for(Node* c : n->children_) ensureValue(c);
-  // A view shares its input's memory. In training, only forward nodes over
-  // non-params: gradients may be updated in place later (scaled by
-  // clipping), which must not reach another node, and params are.
-  if(op.isView && (inference_ || (!n->backwardNode_ && n->children_[0]->kind_ != NodeKind::Param)) &&
+  // A view shares its input's memory. In training, not of a param: the
+  // optimizer updates params in place. Gradients are never written in place
+  // (a param's is copied out below, accumulation adds new nodes), so a
+  // backward node may view another's value.
+  if(op.isView && (inference_ || n->children_[0]->kind_ != NodeKind::Param) &&
      n->type_ != Type::string && n->children_[0]->val_->getDeviceId() == device_) {
     n->val_ = n->children_[0]->val_->reshaped(n->shape_);
     if(!n->debugMsg_.empty() && !n->backwardNode_) printDebug(n, false);

@@ -23,6 +23,7 @@
 #include <onyx/ops/movers.h>
 #include <onyx/ops/reduce.h>
 #include <onyx/ops/shape.h>
+#include <onyx/ops/slicing.h>
 
 namespace onyx {
 
@@ -365,6 +366,96 @@ void layerNormRows(KernelCtx& c) {
   });
 }
 
+// The mean and 1/sqrt(var + eps) of one row of n values in T's compute
+// type, as layerNormRows has them (its xhat is (x - mu) * rstd).
+template <class T, class C>
+void rowStats(const T* xr, int64_t n, double eps, C& mu, C& rstd) {
+  const double mean = host::sumInFour(n, [xr](int64_t j) { return host::load(xr, j); }) / double(n);
+  const double v = host::sumInFour(n, [xr, mean](int64_t j) {
+    double d = host::load(xr, j) - mean;
+    return d * d;
+  });
+  rstd = static_cast<C>(1.0 / std::sqrt(v / double(n) + eps));
+  mu = static_cast<C>(mean);
+}
+
+// layer_norm_grad: per row, dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat
+// xhat)) with dxhat = dy gamma; the two means are double sums.
+template <class T>
+void layerNormGradRows(KernelCtx& c) {
+  using C = typename ComputeOf<T>::type;
+  const TensorBase &dyt = *c.in[0], &xt = *c.in[1];
+  const int axis = xt.shape().axis(c.attrs.i("axis"));
+  const double eps = layerNormEps(c.attrs);
+  const Shape::Dims block = trailingDims(xt.shape(), axis);
+  int64_t n = 1;
+  for(auto d : block) n *= d;
+  if(n == 0) return;
+  const int64_t rows = xt.size() / n;
+  const std::vector<C> gamma = expandToBlock<T, C>(*c.in[2], block, n);
+  const T *dy = dyt.data<T>(), *x = xt.data<T>();
+  T* dx = c.out.data<T>();
+  host::parallelFor(rows, 3 * xt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      const T *xr = x + r * n, *dyr = dy + r * n;
+      T* dxr = dx + r * n;
+      C mu, rstd;
+      rowStats(xr, n, eps, mu, rstd);
+      const C* g = gamma.data();
+      const double a = host::sumInFour(n, [=](int64_t j) { return C(host::load(dyr, j)) * g[j]; });
+      const double bs = host::sumInFour(n, [=](int64_t j) {
+        return (C(host::load(dyr, j)) * g[j]) * ((C(host::load(xr, j)) - mu) * rstd);
+      });
+      const C ma = static_cast<C>(a / double(n)), mb = static_cast<C>(bs / double(n));
+      for(int64_t j = 0; j < n; ++j) {
+        const C xhat = (C(host::load(xr, j)) - mu) * rstd;
+        host::store(dxr, j, rstd * (C(host::load(dyr, j)) * g[j] - ma - xhat * mb));
+      }
+    }
+  });
+}
+
+// layer_norm_param_grad: out[0, j] = sum over rows of dy xhat, out[1, j] =
+// sum of dy, in double. The rows split into a number of blocks fixed by the
+// shape (not by the threads), each summed in row order, the blocks then in
+// order: the same bits on any thread count.
+template <class T>
+void layerNormParamGradRows(KernelCtx& c) {
+  using C = typename ComputeOf<T>::type;
+  const TensorBase &dyt = *c.in[0], &xt = *c.in[1];
+  const int axis = xt.shape().axis(c.attrs.i("axis"));
+  const double eps = layerNormEps(c.attrs);
+  const Shape::Dims block = trailingDims(xt.shape(), axis);
+  int64_t n = 1;
+  for(auto d : block) n *= d;
+  T* out = c.out.data<T>();
+  if(n == 0) return;
+  const int64_t rows = xt.size() / n;
+  const int64_t blocks = std::min<int64_t>(rows, 64);
+  std::vector<double> part(static_cast<size_t>(std::max<int64_t>(blocks, 1) * 2 * n), 0.0);
+  const T *dy = dyt.data<T>(), *x = xt.data<T>();
+  host::parallelFor(blocks, 2 * xt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t k = b; k < e; ++k) {
+      double* s = part.data() + k * 2 * n;
+      for(int64_t r = k * rows / blocks, r1 = (k + 1) * rows / blocks; r < r1; ++r) {
+        const T *xr = x + r * n, *dyr = dy + r * n;
+        C mu, rstd;
+        rowStats(xr, n, eps, mu, rstd);
+        for(int64_t j = 0; j < n; ++j) {
+          const C d = C(host::load(dyr, j));
+          s[j] += double(d * ((C(host::load(xr, j)) - mu) * rstd));
+          s[n + j] += double(d);
+        }
+      }
+    }
+  });
+  for(int64_t j = 0; j < 2 * n; ++j) {
+    double t = 0;
+    for(int64_t k = 0; k < blocks; ++k) t += part[static_cast<size_t>(k * 2 * n + j)];
+    host::store(out, j, t);
+  }
+}
+
 }  // namespace
 
 // y = (x - mean) / sqrt(var + epsilon) * gamma + beta, mean/var over dims axis..end
@@ -398,25 +489,20 @@ ONYX_OP(kLayerNorm, "layer_norm")
       dispatchFloat(c.out.type(), "layer_norm", [&](auto tag) { layerNormRows<typename decltype(tag)::type>(c); });
     })
     // With xhat = (x - mean) * rstd over the normalised dims (N elements):
-    //   dbeta = dy, dgamma = dy * xhat (GradCtx::add sums the broadcast dims),
-    //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma.
+    //   dbeta = dy, dgamma = dy * xhat, summed over the rows (and the dims
+    //   gamma broadcasts over: GradCtx::add),
+    //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * gamma,
+    // as two fused ops (the expression was about twenty nodes).
     .backward([](GradCtx& g) {
       Expr x = g.x(0);
-      int axis = x->shape().axis(g.attrs.i("axis"));
-      std::vector<int> axes;
-      double count = 1;
-      for(int a = axis; a < x->shape().rank(); ++a) {
-        axes.push_back(a);
-        count *= double(x->shape().dims()[a]);
-      }
-      Expr xc = x - sum(x, axes, true) / count;
-      Expr rstd = 1.0 / sqrt(sum(xc * xc, axes, true) / count + layerNormEps(g.attrs));
-      Expr xhat = xc * rstd;
-      if(g.needs(1)) g.add(1, g.dy * xhat);
-      if(g.needs(2)) g.add(2, g.dy);
-      if(g.needs(0)) {
-        Expr dxhat = g.dy * g.x(1);
-        g.add(0, rstd * (dxhat - sum(dxhat, axes, true) / count - xhat * (sum(dxhat * xhat, axes, true) / count)));
+      const int axis = x->shape().axis(g.attrs.i("axis"));
+      const double eps = g.attrs.f("epsilon");
+      if(g.needs(0)) g.add(0, layer_norm_grad(g.dy, x, g.x(1), axis, eps));
+      if(g.needs(1) || g.needs(2)) {
+        Expr pg = layer_norm_param_grad(g.dy, x, axis, eps);
+        Shape block(trailingDims(x->shape(), axis));
+        if(g.needs(1)) g.add(1, reshape(slice(pg, 0, 0, 1), block));
+        if(g.needs(2)) g.add(2, reshape(slice(pg, 0, 1, 2), block));
       }
     })
     // Same attribute names. B is optional in ONNX (zeros here); the optional
@@ -460,6 +546,69 @@ ONYX_OP(kLayerNorm, "layer_norm")
 
 Expr layer_norm(Expr x, Expr gamma, Expr beta, int axis, double eps) {
   return x->graph()->make(kLayerNorm, {x, gamma, beta}, {{"axis", attr(axis)}, {"epsilon", attr(eps)}});
+}
+
+// Checks the inputs of layer_norm's gradient ops: dy and x float, of one
+// shape; the normalised block from axis; returns it.
+Shape::Dims layerNormGradBlock(InferCtx& c) {
+  c.requireFloat(0);
+  c.requireFloat(1);
+  c.type = c.commonType();
+  c.check(c.shapeOf(0) == c.shapeOf(1), "dy of shape ", c.shapeOf(0), " and x of shape ", c.shapeOf(1),
+          " must have one shape");
+  c.check(c.attrs.f("epsilon") >= 0, "epsilon must be >= 0, got ", c.attrs.f("epsilon"));
+  return trailingDims(c.shapeOf(1), checkedAxis(c, c.shapeOf(1), c.attrs.i("axis")));
+}
+
+ONYX_OP(kLayerNormGrad, "layer_norm_grad")
+    .doc("dx of layer_norm(x, gamma, beta, axis, epsilon) given dy: rstd (dxhat - mean(dxhat) - xhat "
+         "mean(dxhat xhat)), dxhat = dy gamma, means over the normalised dims (one pass per row)")
+    .inputs(3)
+    .attr("axis", int64_t(-1))
+    .attr("epsilon", 1e-5)
+    .infer([](InferCtx& c) {
+      Shape::Dims block = layerNormGradBlock(c);
+      const Shape& p = c.shapeOf(2);
+      bool ok = p.rank() <= static_cast<int>(block.size());
+      for(int k = 0; ok && k < p.rank(); ++k) {
+        int64_t d = p.dims()[k], want = block[block.size() - static_cast<size_t>(p.rank()) + static_cast<size_t>(k)];
+        ok = d == want || d == 1;
+      }
+      c.check(ok, "gamma of shape ", p, " does not broadcast to the normalised dims ", Shape(block));
+      c.shape = c.shapeOf(1);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "layer_norm_grad",
+                    [&](auto tag) { layerNormGradRows<typename decltype(tag)::type>(c); });
+    })
+    .notDifferentiable("internal: the gradient of layer_norm (its second derivative is not implemented)")
+    .noOnnx("internal: the gradient of layer_norm");
+
+ONYX_OP(kLayerNormParamGrad, "layer_norm_param_grad")
+    .doc("[2, N]: the sums over the rows of dy * xhat and of dy, N the normalised dims' size: layer_norm's "
+         "gamma and beta gradients before GradCtx folds gamma's broadcast dims (one pass)")
+    .inputs(2)
+    .attr("axis", int64_t(-1))
+    .attr("epsilon", 1e-5)
+    .infer([](InferCtx& c) {
+      Shape::Dims block = layerNormGradBlock(c);
+      int64_t n = 1;
+      for(auto d : block) n *= d;
+      c.shape = Shape({2, n});
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchFloat(c.out.type(), "layer_norm_param_grad",
+                    [&](auto tag) { layerNormParamGradRows<typename decltype(tag)::type>(c); });
+    })
+    .notDifferentiable("internal: the gradient of layer_norm's gamma and beta")
+    .noOnnx("internal: the gradient of layer_norm's gamma and beta");
+
+Expr layer_norm_grad(Expr dy, Expr x, Expr gamma, int axis, double eps) {
+  return x->graph()->make(kLayerNormGrad, {dy, x, gamma}, {{"axis", attr(axis)}, {"epsilon", attr(eps)}});
+}
+
+Expr layer_norm_param_grad(Expr dy, Expr x, int axis, double eps) {
+  return x->graph()->make(kLayerNormParamGrad, {dy, x}, {{"axis", attr(axis)}, {"epsilon", attr(eps)}});
 }
 
 Expr layer_norm(Expr x, int axis, double eps) {

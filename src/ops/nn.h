@@ -24,6 +24,10 @@ Expr hardmax(Expr x, int axis = -1);
 Expr layer_norm(Expr x, Expr gamma, Expr beta, int axis = -1, double eps = 1e-5);
 // Without affine parameters (gamma = 1, beta = 0 as constants).
 Expr layer_norm(Expr x, int axis = -1, double eps = 1e-5);
+// layer_norm's gradients (its backward builds them): dx given dy, and the
+// [2, N] sums over the rows of dy * xhat and dy (N the normalised size).
+Expr layer_norm_grad(Expr dy, Expr x, Expr gamma, int axis = -1, double eps = 1e-5);
+Expr layer_norm_param_grad(Expr dy, Expr x, int axis = -1, double eps = 1e-5);
 
 // Per-example loss -sum(q * log_softmax(logits)) over the class axis `axis`
 // (default the last), with q = (1 - labelSmoothing) * onehot(labels) +

@@ -67,6 +67,46 @@ Ref refLayerNorm(const Ref& x, const Ref* gamma, const Ref* beta, int axis, doub
   return y;
 }
 
+// layer_norm's gradients through the explicit Jacobian of xhat (not the
+// closed form the kernel uses): d xhat_j / d x_i = rstd (delta_ij - 1/n -
+// xhat_i xhat_j / n). grad: dx (gamma given); params: the [2, n] sums of dy
+// xhat and dy over the rows.
+Ref refLayerNormGrad(const Ref& dy, const Ref& x, const Ref* gamma, int axis, double eps, bool params) {
+  Ref xhat = refLayerNorm(x, nullptr, nullptr, axis, eps);
+  eps = static_cast<double>(static_cast<float>(eps));
+  size_t r = x.shape.size();
+  size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int>(r) : axis);
+  std::vector<int64_t> block(x.shape.begin() + static_cast<long>(a), x.shape.end());
+  int64_t n = prodOf(block, 0, block.size()), rows = x.size() / n;
+  if(params) {
+    Ref out = refOfShape({2, n});
+    for(int64_t row = 0; row < rows; ++row)
+      for(int64_t j = 0; j < n; ++j) {
+        out[j] += dy[row * n + j] * xhat[row * n + j];
+        out[n + j] += dy[row * n + j];
+      }
+    return out;
+  }
+  Ref g = refExpand(*gamma, block);
+  Ref dx = refLike(x);
+  for(int64_t row = 0; row < rows; ++row) {
+    double mean = 0, var = 0;
+    for(int64_t j = 0; j < n; ++j) mean += x[row * n + j];
+    mean /= double(n);
+    for(int64_t j = 0; j < n; ++j) var += (x[row * n + j] - mean) * (x[row * n + j] - mean);
+    double rstd = 1 / std::sqrt(var / double(n) + eps);
+    for(int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for(int64_t j = 0; j < n; ++j) {
+        double jac = rstd * ((i == j ? 1.0 : 0.0) - 1.0 / double(n) - xhat[row * n + i] * xhat[row * n + j] / double(n));
+        s += dy[row * n + j] * g[j] * jac;
+      }
+      dx[row * n + i] = s;
+    }
+  }
+  return dx;
+}
+
 // Explicit int64 labels.
 InputSpec labelValues(std::vector<int64_t> shape, std::vector<double> v) {
   InputSpec s = ints(std::move(shape), 0, 0);
@@ -177,6 +217,29 @@ ONYX_OP_CASE({"layer_norm", "3d_axis1_broadcast_params", {in({2, 3, 4}, -2, 2), 
 ONYX_OP_CASE({"layer_norm", "no_affine_overload", {in({3, 5}, -2, 2)},
               [](Xs x) { return layer_norm(x[0]); },
               [](Rs x) { return refLayerNorm(x[0], nullptr, nullptr, -1, 1e-5); }});
+
+ONYX_OP_CASE({"layer_norm_grad", "2d_last_axis", {in({4, 6}, -2, 2), in({4, 6}, -2, 2), in({6}, 0.5, 1.5)},
+              [](Xs x) { return layer_norm_grad(x[0], x[1], x[2]); },
+              [](Rs x) { return refLayerNormGrad(x[0], x[1], &x[2], -1, 1e-5, false); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"layer_norm_grad", "3d_axis1_broadcast_gamma", {in({2, 3, 4}, -2, 2), in({2, 3, 4}, -2, 2), in({4}, 0.5, 1.5)},
+              [](Xs x) { return layer_norm_grad(x[0], x[1], x[2], 1, 1e-3); },
+              [](Rs x) { return refLayerNormGrad(x[0], x[1], &x[2], 1, 1e-3, false); },
+              /*gradcheck=*/false});
+// Rows of 300: the kernel's sums run their four-way body and a tail.
+ONYX_OP_CASE({"layer_norm_grad", "long_rows", {in({3, 300}, -2, 2), in({3, 300}, -3, 3), in({300}, 0.5, 1.5)},
+              [](Xs x) { return layer_norm_grad(x[0], x[1], x[2]); },
+              [](Rs x) { return refLayerNormGrad(x[0], x[1], &x[2], -1, 1e-5, false); },
+              /*gradcheck=*/false});
+ONYX_OP_CASE({"layer_norm_param_grad", "2d_last_axis", {in({5, 6}, -2, 2), in({5, 6}, -2, 2)},
+              [](Xs x) { return layer_norm_param_grad(x[0], x[1]); },
+              [](Rs x) { return refLayerNormGrad(x[0], x[1], nullptr, -1, 1e-5, true); },
+              /*gradcheck=*/false});
+// 130 rows: more than the kernel's 64 blocks, uneven.
+ONYX_OP_CASE({"layer_norm_param_grad", "3d_axis1_many_rows", {in({130, 2, 3}, -2, 2), in({130, 2, 3}, -2, 2)},
+              [](Xs x) { return layer_norm_param_grad(x[0], x[1], 1, 1e-3); },
+              [](Rs x) { return refLayerNormGrad(x[0], x[1], nullptr, 1, 1e-3, true); },
+              /*gradcheck=*/false});
 
 // ------------------------------------------------------------ cross_entropy
 

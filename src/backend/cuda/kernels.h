@@ -177,6 +177,14 @@ void crossEntropy(const TensorBase& logits, const TensorBase& labels, TensorBase
 // dims.
 void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& beta, TensorBase& y, int axis,
                double eps);
+// layer_norm's gradients (ops/nn.cpp's layer_norm_grad and
+// layer_norm_param_grad): dx given dy, x, gamma; and out [2, N] = the sums
+// over the rows of dy * xhat and of dy, with `stats` device scratch of 2 *
+// rows doubles (each row's mean and 1/sqrt(var + eps)).
+void layerNormGrad(const TensorBase& dy, const TensorBase& x, const TensorBase& gamma, TensorBase& dx, int axis,
+                   double eps);
+void layerNormParamGrad(const TensorBase& dy, const TensorBase& x, TensorBase& out, int axis, double eps,
+                        double* stats);
 
 // Lines of x [outer, n, inner] (a line: fixed outer and inner index), a
 // thread per line scanned in order as the CPU's kernels do:

@@ -169,6 +169,106 @@ __global__ void layerNormGroups(int64_t rows, int64_t n, const T* x, const T* ga
 constexpr int64_t kBlockLine = 1024;
 constexpr int kThreads = 256;
 
+// Offset in gamma of element j of a normalised block.
+__device__ inline int64_t gammaAt(const host::BroadcastPlan<1>& p, int64_t j) {
+  int64_t o = 0, rem = j;
+  for(int d = p.rank - 1; d >= 0; --d) {
+    int64_t idx = rem % p.dims[d];
+    rem /= p.dims[d];
+    o += idx * p.strides[0][d];
+  }
+  return o;
+}
+
+// mean and 1/sqrt(var + eps) of one row (the lanes of a warp or block), in
+// double, as layerNormGroups computes them.
+template <bool kBlock, class T>
+__device__ inline void rowMoments(const T* xr, int64_t n, int lane, int width, double eps, double* scratch,
+                                  double& mean, double& rstd) {
+  double s = 0;
+  for(int64_t j = lane; j < n; j += width) s += static_cast<double>(loadDev(xr, j));
+  mean = mergeLine<kBlock>(s, SumMerge(), scratch) / double(n);
+  double v = 0;
+  for(int64_t j = lane; j < n; j += width) {
+    double d = static_cast<double>(loadDev(xr, j)) - mean;
+    v += d * d;
+  }
+  v = mergeLine<kBlock>(v, SumMerge(), scratch);
+  rstd = 1.0 / sqrt(v / double(n) + eps);
+}
+
+// layer_norm_grad of one row per warp (block): dx = rstd (dxhat -
+// mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy gamma.
+template <class T, bool kBlock>
+__global__ void layerNormGradGroups(int64_t rows, int64_t n, const T* dy, const T* x, const T* gamma,
+                                    host::BroadcastPlan<1> gp, T* dx, double eps) {
+  __shared__ alignas(16) unsigned char scratchBytes[32 * sizeof(double)];
+  double* scratch = reinterpret_cast<double*>(scratchBytes);
+  const int width = kBlock ? blockDim.x : 32;
+  const int lane = kBlock ? threadIdx.x : threadIdx.x % 32;
+  const int64_t groupsPerBlock = kBlock ? 1 : blockDim.x / 32;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * groupsPerBlock + (kBlock ? 0 : threadIdx.x / 32);
+  using C = CompT<T>;
+  for(int64_t r = first; r < rows; r += static_cast<int64_t>(gridDim.x) * groupsPerBlock) {
+    const T *xr = x + r * n, *dyr = dy + r * n;
+    T* dxr = dx + r * n;
+    double mean, rs;
+    rowMoments<kBlock>(xr, n, lane, width, eps, scratch, mean, rs);
+    const C mu = static_cast<C>(mean), rstd = static_cast<C>(rs);
+    double a = 0, b = 0;
+    for(int64_t j = lane; j < n; j += width) {
+      const C d = loadDev(dyr, j) * loadDev(gamma, gammaAt(gp, j));
+      a += static_cast<double>(d);
+      b += static_cast<double>(d * ((loadDev(xr, j) - mu) * rstd));
+    }
+    a = mergeLine<kBlock>(a, SumMerge(), scratch);
+    b = mergeLine<kBlock>(b, SumMerge(), scratch);
+    const C ma = static_cast<C>(a / double(n)), mb = static_cast<C>(b / double(n));
+    for(int64_t j = lane; j < n; j += width) {
+      const C xhat = (loadDev(xr, j) - mu) * rstd;
+      storeDev(dxr, j, rstd * (loadDev(dyr, j) * loadDev(gamma, gammaAt(gp, j)) - ma - xhat * mb));
+    }
+  }
+}
+
+// stats[2r], stats[2r + 1]: row r's mean and 1/sqrt(var + eps).
+template <class T, bool kBlock>
+__global__ void rowMomentsGroups(int64_t rows, int64_t n, const T* x, double* stats, double eps) {
+  __shared__ alignas(16) unsigned char scratchBytes[32 * sizeof(double)];
+  double* scratch = reinterpret_cast<double*>(scratchBytes);
+  const int width = kBlock ? blockDim.x : 32;
+  const int lane = kBlock ? threadIdx.x : threadIdx.x % 32;
+  const int64_t groupsPerBlock = kBlock ? 1 : blockDim.x / 32;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * groupsPerBlock + (kBlock ? 0 : threadIdx.x / 32);
+  for(int64_t r = first; r < rows; r += static_cast<int64_t>(gridDim.x) * groupsPerBlock) {
+    double mean, rs;
+    rowMoments<kBlock>(x + r * n, n, lane, width, eps, scratch, mean, rs);
+    if(lane == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rs;
+    }
+  }
+}
+
+// layer_norm_param_grad: a thread per column, the rows summed in order.
+template <class T>
+__global__ void layerNormParamGradColumns(int64_t rows, int64_t n, const T* dy, const T* x, const double* stats,
+                                          T* out) {
+  using C = CompT<T>;
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if(j >= n) return;
+  double s0 = 0, s1 = 0;
+  for(int64_t r = 0; r < rows; ++r) {
+    const C mu = static_cast<C>(stats[2 * r]), rstd = static_cast<C>(stats[2 * r + 1]);
+    const C d = loadDev(dy, r * n + j);
+    s0 += static_cast<double>(d * ((loadDev(x, r * n + j) - mu) * rstd));
+    s1 += static_cast<double>(d);
+  }
+  storeDev(out, j, static_cast<C>(s0));
+  storeDev(out, n + j, static_cast<C>(s1));
+}
+
+
 }  // namespace
 
 namespace {
@@ -243,6 +343,51 @@ void layerNorm(const TensorBase& x, const TensorBase& gamma, const TensorBase& b
     else
       layerNormGroups<T, false><<<blocksFor(rows, kThreads / 32), kThreads, 0, st>>>(rows, n, xp, gp, bp, gb, yp, eps);
     checkLaunch("layer_norm");
+  });
+}
+
+void layerNormGrad(const TensorBase& dy, const TensorBase& x, const TensorBase& gamma, TensorBase& dx, int axis,
+                   double eps) {
+  const Shape& s = x.shape();
+  Shape::Dims block(s.dims().begin() + axis, s.dims().end());
+  int64_t n = 1;
+  for(auto d : block) n *= d;
+  if(n == 0 || x.size() == 0) return;
+  const int64_t rows = x.size() / n;
+  host::BroadcastPlan<1> gp(Shape(block), {&gamma.shape()});
+  dispatchFloat(x.type(), "layer_norm_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cudaStream_t st = launchFor(dx);
+    const T *dyp = dy.data<T>(), *xp = x.data<T>(), *gp0 = gamma.data<T>();
+    T* dxp = dx.data<T>();
+    if(n >= kBlockLine)
+      layerNormGradGroups<T, true><<<blocksFor(rows, 1), kThreads, 0, st>>>(rows, n, dyp, xp, gp0, gp, dxp, eps);
+    else
+      layerNormGradGroups<T, false>
+          <<<blocksFor(rows, kThreads / 32), kThreads, 0, st>>>(rows, n, dyp, xp, gp0, gp, dxp, eps);
+    checkLaunch("layer_norm_grad");
+  });
+}
+
+void layerNormParamGrad(const TensorBase& dy, const TensorBase& x, TensorBase& out, int axis, double eps,
+                        double* stats) {
+  const Shape& s = x.shape();
+  int64_t n = 1;
+  for(int i = axis; i < s.rank(); ++i) n *= s.dims()[i];
+  if(n == 0) return;
+  const int64_t rows = x.size() / n;
+  dispatchFloat(x.type(), "layer_norm_param_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cudaStream_t st = launchFor(out);
+    const T *dyp = dy.data<T>(), *xp = x.data<T>();
+    if(rows > 0) {
+      if(n >= kBlockLine)
+        rowMomentsGroups<T, true><<<blocksFor(rows, 1), kThreads, 0, st>>>(rows, n, xp, stats, eps);
+      else
+        rowMomentsGroups<T, false><<<blocksFor(rows, kThreads / 32), kThreads, 0, st>>>(rows, n, xp, stats, eps);
+    }
+    layerNormParamGradColumns<T><<<blocksFor(n, kThreads), kThreads, 0, st>>>(rows, n, dyp, xp, stats, out.data<T>());
+    checkLaunch("layer_norm_param_grad");
   });
 }
 

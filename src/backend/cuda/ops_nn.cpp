@@ -1,5 +1,5 @@
 // GPU kernels of ops/nn.cpp's ops: softmax, log_softmax, hardmax,
-// layer_norm, cross_entropy (device code in nn.cu and lines.cu; statistics
+// layer_norm (and its gradients), cross_entropy (device code in nn.cu and lines.cu; statistics
 // in double as the CPU's). dropout_mask draws on the host (gpuOnHost).
 #include <onyx/backend/cuda/kernels.h>
 #include <onyx/backend/cuda/plugin.h>
@@ -25,6 +25,20 @@ ONYX_GPU_KERNEL("hardmax", [](KernelCtx& c) {
 // y = (x - mean) / sqrt(var + eps) * gamma + beta over the dims from axis on
 ONYX_GPU_KERNEL("layer_norm", [](KernelCtx& c) {
   layerNorm(*c.in[0], *c.in[1], *c.in[2], c.out, axisAttr(c), ops::layerNormEps(c.attrs));
+});
+
+// layer_norm's dx, and its gamma and beta gradients as [2, N] row sums
+ONYX_GPU_KERNEL("layer_norm_grad", [](KernelCtx& c) {
+  const int axis = c.in[1]->shape().axis(c.attrs.i("axis"));
+  layerNormGrad(*c.in[0], *c.in[1], *c.in[2], c.out, axis, ops::layerNormEps(c.attrs));
+});
+ONYX_GPU_KERNEL("layer_norm_param_grad", [](KernelCtx& c) {
+  const TensorBase& x = *c.in[1];
+  const int axis = x.shape().axis(c.attrs.i("axis"));
+  const int64_t n = c.out.shape().dims()[1];
+  const int64_t rows = n > 0 ? x.size() / n : 0;
+  Tensor stats = c.scratch(Shape({std::max<int64_t>(2 * rows, 1)}), Type::float64);
+  layerNormParamGrad(*c.in[0], x, c.out, axis, ops::layerNormEps(c.attrs), stats->data<double>());
 });
 
 // y = -log_softmax(logits)[label] along the class axis
