@@ -211,18 +211,78 @@ ONYX_OP(kSoftmax, "softmax")
     .attr("axis", int64_t(-1))
     .infer(inferSoftmax)
     .cpu(softmaxKernel(false))
-    // dx = y * (dy - sum(dy * y, axis))
-    .backward([](GradCtx& g) {
-      int axis = static_cast<int>(g.attrs.i("axis"));
-      Expr y = g.y();
-      g.add(0, y * (g.dy - sum(g.dy * y, std::vector<int>{axis}, true)));
-    })
+    // dx = y * (dy - sum(dy * y, axis)): one softmax_grad pass (was four
+    // nodes: mul, sum, sub, mul).
+    .backward([](GradCtx& g) { g.add(0, softmax_grad(g.dy, g.y(), static_cast<int>(g.attrs.i("axis")))); })
     // Opset 13 changed Softmax from "flatten to 2-D at axis" to "along one
     // axis", which is this op; older opsets differ for rank > 2.
     .onnx("Softmax", 13)
     .onnxExport(1, [](OnnxExportCtx& c) { exportCoerced2d(c, "Softmax"); }, 12);
 
 Expr softmax(Expr x, int axis) { return x->graph()->make(kSoftmax, {x}, {{"axis", attr(axis)}}); }
+
+// dx = y * (dy - sum(dy * y, axis)), the sum in double per line
+template <class T>
+void softmaxGradLines(const TensorBase& dyt, const TensorBase& yt, TensorBase& out, int axis) {
+  using C = typename ComputeOf<T>::type;
+  const ops::Lines L(yt.shape(), axis);
+  const T *dy = dyt.data<T>(), *y = yt.data<T>();
+  T* dx = out.data<T>();
+  const int64_t n = L.n, st = L.inner;
+  host::parallelFor(L.count(), 3 * yt.size(), [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      const int64_t o = L.start(r);
+      const T *dyr = dy + o, *yr = y + o;
+      T* dxr = dx + o;
+      const double s = st == 1 ? host::sumInFour(n, [=](int64_t j) { return C(host::load(dyr, j)) * C(host::load(yr, j)); })
+                               : [&] {
+                                   double a = 0;
+                                   for(int64_t j = 0; j < n; ++j)
+                                     a += double(C(host::load(dyr, j * st)) * C(host::load(yr, j * st)));
+                                   return a;
+                                 }();
+      const C sc = static_cast<C>(s);
+      for(int64_t j = 0; j < n; ++j)
+        host::store(dxr, j * st, C(host::load(yr, j * st)) * (C(host::load(dyr, j * st)) - sc));
+    }
+  });
+}
+
+ONYX_OP(kSoftmaxGrad, "softmax_grad")
+    .doc("dx = y * (dy - sum(dy * y, axis)): the gradient of softmax given its output y, one pass per line")
+    .inputs(2)
+    .attr("axis", int64_t(-1))
+    .infer([](InferCtx& c) {
+      c.requireFloat(0);
+      c.requireFloat(1);
+      c.type = c.commonType();
+      c.check(c.shapeOf(0) == c.shapeOf(1), "dy of shape ", c.shapeOf(0), " and y of shape ", c.shapeOf(1),
+              " must have one shape");
+      checkedAxis(c, c.shapeOf(1), c.attrs.i("axis"));
+      c.shape = c.shapeOf(1);
+    })
+    .cpu([](KernelCtx& c) {
+      const int axis = c.in[1]->shape().axis(c.attrs.i("axis"));
+      dispatchFloat(c.out.type(), "softmax_grad", [&](auto tag) {
+        softmaxGradLines<typename decltype(tag)::type>(*c.in[0], *c.in[1], c.out, axis);
+      });
+    })
+    // With s = sum(dy y) and upstream g: d/d(dy) = y (g - sum(g y)), which is
+    // softmax_grad(g, y); d/dy = g (dy - s) - dy sum(g y).
+    .backward([](GradCtx& g) {
+      const int axis = static_cast<int>(g.attrs.i("axis"));
+      Expr dy = g.x(0), y = g.x(1);
+      if(g.needs(0)) g.add(0, softmax_grad(g.dy, y, axis));
+      if(g.needs(1)) {
+        std::vector<int> ax{axis};
+        g.add(1, g.dy * (dy - sum(dy * y, ax, true)) - dy * sum(g.dy * y, ax, true));
+      }
+    })
+    .noOnnx("internal: the gradient of softmax");
+
+Expr softmax_grad(Expr dy, Expr y, int axis) {
+  return y->graph()->make(kSoftmaxGrad, {dy, y}, {{"axis", attr(axis)}});
+}
 
 // y = x - max - log(sum(exp(x - max))) along `axis`
 ONYX_OP(kLogSoftmax, "log_softmax")

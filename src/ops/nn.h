@@ -13,6 +13,7 @@ class ExpressionGraph;
 
 // exp(x) / sum(exp(x)) along one axis (ONNX Softmax since opset 13). Float types.
 Expr softmax(Expr x, int axis = -1);
+Expr softmax_grad(Expr dy, Expr y, int axis = -1);  // y * (dy - sum(dy * y, axis)): softmax's gradient
 // x - log(sum(exp(x))) along one axis, stable for large |x|.
 Expr log_softmax(Expr x, int axis = -1);
 // 1 at the first maximum along one axis, 0 elsewhere (ONNX Hardmax since

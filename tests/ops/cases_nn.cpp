@@ -149,6 +149,40 @@ ONYX_OP_CASE({"softmax", "large_logits_finite",
               [](Xs x) { return softmax(x[0]); },
               [](Rs x) { return refSoftmax(x[0], -1, false); }});
 
+// softmax_grad through the Jacobian of softmax, dy_j/dx_i = y_j (delta_ij -
+// y_i), summed over each line (the kernel's closed form is not used).
+Ref refSoftmaxGrad(const Ref& dy, const Ref& y, int axis) {
+  const int r = static_cast<int>(y.shape.size());
+  const size_t a = static_cast<size_t>(axis < 0 ? axis + r : axis);
+  const int64_t n = y.shape[a], inner = prodOf(y.shape, a + 1, y.shape.size());
+  const int64_t outer = y.size() / (n * inner);
+  Ref dx = refLike(y);
+  for(int64_t o = 0; o < outer; ++o)
+    for(int64_t in = 0; in < inner; ++in)
+      for(int64_t i = 0; i < n; ++i) {
+        const int64_t at = (o * n + i) * inner + in;
+        double s = 0;
+        for(int64_t j = 0; j < n; ++j) {
+          const int64_t jt = (o * n + j) * inner + in;
+          s += dy[jt] * y[jt] * ((i == j ? 1.0 : 0.0) - y[at]);
+        }
+        dx[at] = s;
+      }
+  return dx;
+}
+
+ONYX_OP_CASE({"softmax_grad", "last_axis", {in({3, 5}, -2, 2), in({3, 5}, 0.05, 0.5)},
+              [](Xs x) { return softmax_grad(x[0], x[1]); },
+              [](Rs x) { return refSoftmaxGrad(x[0], x[1], -1); }});
+ONYX_OP_CASE({"softmax_grad", "axis1_3d", {in({2, 3, 4}, -2, 2), in({2, 3, 4}, 0.05, 0.5)},
+              [](Xs x) { return softmax_grad(x[0], x[1], 1); },
+              [](Rs x) { return refSoftmaxGrad(x[0], x[1], 1); }});
+// Lines of 300: the kernel's four-way sum and its tail.
+ONYX_OP_CASE({"softmax_grad", "long_lines", {in({2, 300}, -2, 2), in({2, 300}, 0.0, 0.01)},
+              [](Xs x) { return softmax_grad(x[0], x[1]); },
+              [](Rs x) { return refSoftmaxGrad(x[0], x[1], -1); },
+              /*gradcheck=*/false});
+
 ONYX_OP_CASE({"log_softmax", "axis0_3d", {in({3, 2, 4}, -3, 3)},
               [](Xs x) { return log_softmax(x[0], 0); },
               [](Rs x) { return refSoftmax(x[0], 0, true); }});

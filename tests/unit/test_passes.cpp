@@ -249,6 +249,89 @@ TEST(Passes, FuseMatmulAddNotForBatchedWeightsOrWideningBias) {
   EXPECT_EQ(fuseMatmulAdd(*d.g, {d.y}), 0u);
 }
 
+// ---- fuse_transpose_matmul
+
+TEST(Passes, FuseTransposeMatmulFoldsSwapsIntoTheFlags) {
+  std::map<std::string, int> ops;
+  auto build = [](ExpressionGraph& g) {
+    Expr x = boundInput(g, {2, 3, 8}, [](float i) { return std::sin(0.7f * i); });
+    // x . w^T with w [2, 5, 8], then (u^T) . that with u [2, 3, 4]: both
+    // swaps become flags.
+    Expr xw = matmul(x, transpose(randomConst(g, {2, 5, 8}), {0, 2, 1}));
+    return matmul(transpose(randomConst(g, {2, 3, 4}), {0, 2, 1}), xw);
+  };
+  EXPECT_EQ(checkPass(build, fuseTransposeMatmul, 1e-6, &ops), 2u);
+  EXPECT_EQ(ops["matmul"], 2);
+  EXPECT_EQ(ops.count("transpose"), 0u);
+  // A 2-D transpose with the default (reversing) perm, under transB already:
+  // the flag flips back.
+  auto twice = [](ExpressionGraph& g) {
+    Expr x = boundInput(g, {4, 6}, [](float i) { return std::cos(0.3f * i); });
+    return dot(x, transpose(randomConst(g, {6, 3})), false, true);
+  };
+  Built b = make(twice);
+  EXPECT_EQ(fuseTransposeMatmul(*b.g, {b.y}), 1u);
+  EXPECT_EQ(b.y->attrs().i("transB"), 0);
+  EXPECT_EQ(checkPass(twice, fuseTransposeMatmul, 1e-6), 1u);
+}
+
+TEST(Passes, FuseTransposeMatmulNotForOtherPermsOrSharedTransposes) {
+  Built b = make([](ExpressionGraph& g) {
+    Expr x = randomConst(g, {2, 3, 8});
+    return matmul(transpose(randomConst(g, {3, 2, 8}), {1, 0, 2}), transpose(x, {0, 2, 1}));  // batch swap: no
+  });
+  EXPECT_EQ(fuseTransposeMatmul(*b.g, {b.y}), 1u);  // only the second operand
+  Built c = make([](ExpressionGraph& g) {
+    Expr t = transpose(randomConst(g, {5, 8}));
+    return matmul(randomConst(g, {3, 8}), t) + sum(t);  // the transpose is read twice
+  });
+  EXPECT_EQ(fuseTransposeMatmul(*c.g, {c.y}), 0u);
+  Built d = make([](ExpressionGraph& g) {
+    Expr t = transpose(randomConst(g, {4, 4}));
+    return matmul(t, t);  // one transpose, both operands
+  });
+  EXPECT_EQ(fuseTransposeMatmul(*d.g, {d.y}), 0u);
+}
+
+// optimizeTrainingGraph fuses a GELU chain and a transposed weight in a
+// graph built for training; the loss and the param's gradient are those of
+// the graph as built.
+TEST(Passes, OptimizeTrainingGraphKeepsTheGradients) {
+  auto build = [](ExpressionGraph& g) {
+    Expr x = boundInput(g, {4, 8}, [](float i) { return std::sin(0.37f * i); });
+    Expr w = g.param("w", {5, 8}, inits::uniform(-0.5f, 0.5f));
+    Expr h = matmul(x, transpose(w));
+    Expr y = (h * (1.0 + erf(h / std::sqrt(2.0)))) * 0.5;
+    return y;
+  };
+  Built plain = make(build, false), fused = make(build, false);
+  PassCounts fired = optimizeTrainingGraph(*fused.g, {fused.y});
+  std::string names;
+  for(auto& kv : fired) names += kv.first + " ";
+  EXPECT_EQ(names, "fuse_gelu fuse_transpose_matmul prune ");
+  auto ops = opCounts(*fused.g);
+  EXPECT_EQ(ops["gelu"], 1);
+  EXPECT_EQ(ops["matmul"], 1);
+  EXPECT_EQ(ops.size(), 2u);
+  std::vector<double> grads[2], losses[2];
+  Built* both[2] = {&plain, &fused};
+  for(int k = 0; k < 2; ++k) {
+    ExpressionGraph& g = *both[k]->g;
+    Expr loss = sum(both[k]->y * both[k]->y);
+    g.forward();
+    g.backward(loss);
+    losses[k] = values(loss);
+    g.get("w")->grad()->get(grads[k]);
+  }
+  ASSERT_EQ(grads[0].size(), 40u);
+  ASSERT_EQ(grads[1].size(), 40u);
+  EXPECT_NEAR(losses[0][0], losses[1][0], 1e-5 * (1 + std::fabs(losses[0][0])));
+  for(size_t i = 0; i < grads[0].size(); ++i) EXPECT_NEAR(grads[0][i], grads[1][i], 1e-4) << "element " << i;
+  // An inference graph is optimizeGraph's.
+  Built inf = make(build);
+  EXPECT_THROW(optimizeTrainingGraph(*inf.g, {inf.y}), Error);
+}
+
 // ---- fold_batch_norm
 
 TEST(Passes, FoldBatchNormIntoConv) {
@@ -636,7 +719,7 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 13u);
+  EXPECT_EQ(passNames().size(), 14u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

@@ -168,6 +168,9 @@ void avgPoolGrad(size_t dev, Type t, const void* dy, void* dx, int64_t planes, c
 // y = softmax(x) (or log-softmax) along `axis` (normalised), as the CPU's
 // kernel (ops/nn.cpp) computes it: the max subtracted, the sum in double.
 void softmax(const TensorBase& x, TensorBase& y, int axis, bool logOut);
+// dx = y * (dy - sum(dy * y)) along `axis` (normalised): softmax's gradient,
+// a thread per line, the sum in double.
+void softmaxGrad(const TensorBase& dy, const TensorBase& y, TensorBase& dx, int axis);
 // y[k] = -log_softmax(logits)[labels[k]] along `axis` (normalised), in
 // double as the CPU's kernel; labels (int32 or int64, on the device) are
 // already checked to lie in [0, classes).

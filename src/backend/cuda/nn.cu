@@ -231,6 +231,20 @@ __global__ void layerNormGradGroups(int64_t rows, int64_t n, const T* dy, const 
   }
 }
 
+// softmax_grad: a thread per line, dx = y (dy - sum(dy y)), the sum in
+// double in line order.
+template <class T>
+__global__ void softmaxGradLines(Lines L, const T* dy, const T* y, T* dx) {
+  using C = CompT<T>;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if(k >= L.count) return;
+  const int64_t o = L.start(k), st = L.inner;
+  double s = 0;
+  for(int64_t j = 0; j < L.n; ++j) s += static_cast<double>(loadDev(dy, o + j * st) * loadDev(y, o + j * st));
+  const C sc = static_cast<C>(s);
+  for(int64_t j = 0; j < L.n; ++j) storeDev(dx, o + j * st, loadDev(y, o + j * st) * (loadDev(dy, o + j * st) - sc));
+}
+
 // stats[2r], stats[2r + 1]: row r's mean and 1/sqrt(var + eps).
 template <class T, bool kBlock>
 __global__ void rowMomentsGroups(int64_t rows, int64_t n, const T* x, double* stats, double eps) {
@@ -388,6 +402,17 @@ void layerNormParamGrad(const TensorBase& dy, const TensorBase& x, TensorBase& o
     }
     layerNormParamGradColumns<T><<<blocksFor(n, kThreads), kThreads, 0, st>>>(rows, n, dyp, xp, stats, out.data<T>());
     checkLaunch("layer_norm_param_grad");
+  });
+}
+
+void softmaxGrad(const TensorBase& dy, const TensorBase& y, TensorBase& dx, int axis) {
+  const Lines L = linesOf(y.shape(), axis);
+  if(L.count == 0 || L.n == 0) return;
+  dispatchFloat(y.type(), "softmax_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmaxGradLines<T><<<blocksFor(L.count, kThreads), kThreads, 0, launchFor(dx)>>>(L, dy.data<T>(), y.data<T>(),
+                                                                                     dx.data<T>());
+    checkLaunch("softmax_grad");
   });
 }
 

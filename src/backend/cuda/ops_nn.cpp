@@ -13,6 +13,10 @@ int axisAttr(const KernelCtx& c) { return c.in[0]->shape().axis(c.attrs.i("axis"
 
 // y = exp(x - max) / sum(exp(x - max)) along `axis`
 ONYX_GPU_KERNEL("softmax", [](KernelCtx& c) { softmax(*c.in[0], c.out, axisAttr(c), false); });
+// dx = y * (dy - sum(dy * y)) along `axis`
+ONYX_GPU_KERNEL("softmax_grad", [](KernelCtx& c) {
+  softmaxGrad(*c.in[0], *c.in[1], c.out, c.in[1]->shape().axis(c.attrs.i("axis")));
+});
 // y = x - max - log(sum(exp(x - max))) along `axis`
 ONYX_GPU_KERNEL("log_softmax", [](KernelCtx& c) { softmax(*c.in[0], c.out, axisAttr(c), true); });
 

@@ -21,7 +21,7 @@ const char* optLevelName(OptLevel level) {
 
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
-                                                 "fuse_gelu",      "fuse_matmul_add", "fuse_conv",
+                                                 "fuse_gelu",      "fuse_transpose_matmul", "fuse_matmul_add", "fuse_conv",
                                                  "fuse_squeeze_excite", "blocked_layout", "fuse_qlinear_add", "fuse_matmul_integer_float",
                                                  "int8_layout",    "prune"};
   return names;
@@ -58,6 +58,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
   if(level == OptLevel::all && g.isInference()) {
     run("fold_batch_norm", foldBatchNorm);
     run("fuse_gelu", fuseGelu);
+    run("fuse_transpose_matmul", fuseTransposeMatmul);
     run("fuse_matmul_add", fuseMatmulAdd);
     // fused_conv's kernel is the CPU's (the GPU would run it on host copies).
     if(cpuKernels && g.getDeviceId().type == DeviceType::cpu) {
@@ -79,6 +80,7 @@ PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& ke
     throw Error("optimizeTrainingGraph: the graph is in inference mode (optimizeGraph is the inference graph's)");
   PassCounts fired;
   if(size_t n = fuseGelu(g, keep)) fired.emplace_back("fuse_gelu", n);
+  if(size_t n = fuseTransposeMatmul(g, keep)) fired.emplace_back("fuse_transpose_matmul", n);
   if(fired.empty()) return fired;
   if(size_t n = g.prune(keep)) fired.emplace_back("prune", n);
   return fired;

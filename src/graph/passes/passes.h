@@ -50,8 +50,9 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
 // for training (not inference) before forward(): each fused op has its
 // own backward, so autodiff differentiates the fused node where it would
 // have differentiated the chain (fuse_gelu: gelu, whose gradient is one
-// gelu_grad pass where the chain's was about fifteen element-wise nodes),
-// then prune. `keep` as optimizeGraph's (the outputs the loss reads, the
+// gelu_grad pass where the chain's was about fifteen element-wise nodes;
+// fuse_transpose_matmul: no transpose forward nor of the gradient
+// backward), then prune. `keep` as optimizeGraph's (the outputs the loss reads, the
 // buffers' next values); a node the caller means to read or differentiate
 // besides them must be in it too.
 PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep);
@@ -115,6 +116,13 @@ size_t foldBatchNorm(ExpressionGraph& g, const std::vector<Expr>& keep);
 // by 1/sqrt(2)) becomes gelu(x). Legal when the intermediates have no other
 // reader and are not kept. Within gelu's stated accuracy (vecmath.h).
 size_t fuseGelu(ExpressionGraph& g, const std::vector<Expr>& keep);
+// fuse_transpose_matmul: matmul(transpose(a), b) where the transpose swaps
+// a's last two dims (and keeps the others) becomes matmul(a, b) with transA
+// flipped; likewise for b. PyTorch exports nn.Linear inside attention and
+// K^T in attention scores this way. Legal when the transpose has no other
+// reader and is not kept; exact (the GEMM reads the operand transposed).
+// Training graphs too: matmul's backward gives a's gradient directly.
+size_t fuseTransposeMatmul(ExpressionGraph& g, const std::vector<Expr>& keep);
 
 // fuse_matmul_add: matmul(x, W) + b with a 2-D W and b broadcasting to the
 // product's shape (a bias [N] or [1, N]) becomes affine(x, W, b): the bias
