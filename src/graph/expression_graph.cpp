@@ -569,8 +569,14 @@ void ExpressionGraph::computeNode(Node* n) {
     return n->name_.empty() ? str("op ", op.name, " (node ", n->id_, ")") : str("node '", n->name_, "' (", op.name, ")");
   };
   try {
-    n->val_ = n->type_ == Type::string ? TensorBase::create(n->shape_, Type::string)
-                                       : TensorBase::create(n->shape_, n->type_, workspace_);
+    auto out = gradOut_.empty() ? gradOut_.end() : gradOut_.find(n);
+    if(out != gradOut_.end()) {
+      n->val_ = out->second;
+      gradOut_.erase(out);
+    } else {
+      n->val_ = n->type_ == Type::string ? TensorBase::create(n->shape_, Type::string)
+                                         : TensorBase::create(n->shape_, n->type_, workspace_);
+    }
     KernelCtx ctx{*n, *n->val_, {}, n->attrs(), rng_, *this};
     for(Node* c : n->children_) ctx.in.push_back(c->val_.get());
     k(ctx);
@@ -798,6 +804,24 @@ void ExpressionGraph::backward(Expr rootExpr) {
     n->backwardNode_ = true;
     n->pending_ = 0;
   }
+  // A param's whole gradient computed by a backward op node (not a view)
+  // of its shape and type is written straight into the param's persistent
+  // gradient tensor; the first param claims a node two params share.
+  gradOut_.clear();
+  for(auto& kv : paramNodes_) {
+    Node* p = kv.second.get();
+    Node* a = p->adj_;
+    if(!p->trainable_ || !a || !a->backwardNode_ || a->kind_ != NodeKind::Op || a->op_->isView || a->val_ ||
+       a->shape_ != p->shape_ || a->type_ != p->type_ || a->type_ == Type::string || gradOut_.count(a))
+      continue;
+    if(!p->grad_) p->grad_ = TensorBase::create(p->shape_, p->type_, device_);
+    if(p->grad_->getDeviceId() == device_) gradOut_[a] = p->grad_;
+  }
+  // Never left behind (a throw below): the node pool reuses addresses.
+  struct ClearOnExit {
+    std::unordered_map<const Node*, Tensor>& m;
+    ~ClearOnExit() { m.clear(); }
+  } clearGradOut{gradOut_};
   std::vector<Node*> keep;  // nodes whose gradient the user keeps
   for(auto& kv : paramNodes_)
     if(kv.second->adj_) keep.push_back(kv.second.get());
@@ -840,6 +864,7 @@ void ExpressionGraph::backward(Expr rootExpr) {
       p->grad_->set(0.0);
       continue;
     }
+    if(p->adj_->val_ == p->grad_) continue;  // written in place
     const TensorBase& from = *p->adj_->val_;
     TensorBase& to = *p->grad_;
     if(!to.onHost() || !from.onHost() || to.type() != from.type() || to.type() == Type::string ||

@@ -3,6 +3,7 @@
 #pragma once
 #include <initializer_list>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -194,6 +195,9 @@ private:
   std::map<std::string, std::unique_ptr<Node>> paramNodes_;
   std::map<std::string, Tensor> pendingLoaded_;  // load() before param()
   std::map<std::string, Node*> inputs_;
+  // backward(): the nodes that compute a param's whole gradient, with the
+  // param's gradient tensor they write into (no copy afterwards).
+  std::unordered_map<const Node*, Tensor> gradOut_;
 };
 
 }  // namespace onyx

@@ -92,6 +92,37 @@ TEST(Graph, GradientsAccumulateOverUses) {
   EXPECT_EQ(x->grad()->toVector<float>(), (std::vector<float>{3, 5, 7}));
 }
 
+// A param's gradient tensor is one object across steps: backward writes
+// the new gradient into it (the node computing it writes there directly),
+// also when two params receive the same gradient node or the graph is
+// rebuilt, and a view's gradient (a reshape) is copied in.
+TEST(Graph, ParamGradientTensorPersistsAcrossSteps) {
+  auto g = newGraph();
+  auto step = [&](float scale) {
+    g->clear();
+    auto a = g->param("a", {2, 2}, inits::fromVector(std::vector<float>{1, 2, 3, 4}));
+    auto b = g->param("b", {2, 2}, inits::fromVector(std::vector<float>{5, 6, 7, 8}));
+    auto v = g->param("v", {4}, inits::fromVector(std::vector<float>{1, -1, 2, -2}));
+    // d/da = d/db = scale * 2 (a + b) (one node for both); d/dv = scale (a reshape of a constant's gradient).
+    Expr s = a + b;
+    Expr loss = sum(s * s) * static_cast<double>(scale) + sum(reshape(v, Shape({2, 2})) * static_cast<double>(scale));
+    g->forward();
+    g->backward(loss);
+  };
+  step(1.f);
+  Tensor ga = g->get("a")->grad(), gb = g->get("b")->grad(), gv = g->get("v")->grad();
+  EXPECT_EQ(ga->toVector<float>(), (std::vector<float>{12, 16, 20, 24}));
+  EXPECT_EQ(gb->toVector<float>(), (std::vector<float>{12, 16, 20, 24}));
+  EXPECT_EQ(gv->toVector<float>(), (std::vector<float>{1, 1, 1, 1}));
+  step(0.5f);
+  EXPECT_EQ(g->get("a")->grad().get(), ga.get());
+  EXPECT_EQ(g->get("b")->grad().get(), gb.get());
+  EXPECT_EQ(g->get("v")->grad().get(), gv.get());
+  EXPECT_EQ(ga->toVector<float>(), (std::vector<float>{6, 8, 10, 12}));
+  EXPECT_EQ(gb->toVector<float>(), (std::vector<float>{6, 8, 10, 12}));
+  EXPECT_EQ(gv->toVector<float>(), (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f}));
+}
+
 TEST(Graph, FrozenParamGetsNoGradient) {
   auto g = newGraph();
   auto w = g->param("w", {2}, inits::ones());
