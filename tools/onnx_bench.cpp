@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
       graph->clear();
       graph->setInference(false);
       ImportedGraph imported = importGraph(*model, *graph, in, /*trainable=*/true);
-      if(optLevel == OptLevel::all) trainPasses = optimizeForTraining(*graph, imported);
+      if(optLevel == OptLevel::all) trainPasses = optimizeForTraining(*graph, imported, disabledPasses);
       if(imported.spec.outputs.empty()) throw Error(str(modelPath, ": the model has no output to train"));
       Expr out = imported.spec.outputs.at(0).second;
       if(!isFloat(out->value_type()))

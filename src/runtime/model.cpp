@@ -165,7 +165,8 @@ ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const Host
                          ImportOptions{trainable});
 }
 
-PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& imported) {
+PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& imported,
+                               const std::vector<std::string>& disabled) {
   std::vector<Expr> keep;
   for(const auto& kv : imported.spec.outputs) keep.push_back(kv.second);
   for(const auto& kv : imported.outputs) {
@@ -174,7 +175,7 @@ PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& impo
     if(kv.second.mapValues) keep.push_back(kv.second.mapValues);
   }
   for(const auto& u : imported.stateUpdates) keep.push_back(u.second);
-  return optimizeTrainingGraph(graph, keep);
+  return optimizeTrainingGraph(graph, keep, disabled);
 }
 
 }  // namespace onyx

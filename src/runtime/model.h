@@ -118,6 +118,7 @@ ImportedGraph importGraph(const Model& model, ExpressionGraph& graph, const Host
 // loss and forward(); returns the passes that fired. Gradients are those of
 // the unfused graph up to float rounding (gelu and its gradient are each
 // one kernel).
-PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& imported);
+PassCounts optimizeForTraining(ExpressionGraph& graph, const ImportedGraph& imported,
+                               const std::vector<std::string>& disabled = {});
 
 }  // namespace onyx

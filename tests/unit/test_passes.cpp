@@ -293,14 +293,15 @@ TEST(Passes, FuseTransposeMatmulNotForOtherPermsOrSharedTransposes) {
   EXPECT_EQ(fuseTransposeMatmul(*d.g, {d.y}), 0u);
 }
 
-// optimizeTrainingGraph fuses a GELU chain and a transposed weight in a
-// graph built for training; the loss and the param's gradient are those of
-// the graph as built.
+// optimizeTrainingGraph fuses a GELU chain, a transposed weight and a bias
+// add in a graph built for training; the loss and the params' gradients
+// are those of the graph as built, and a name no pass has is an error.
 TEST(Passes, OptimizeTrainingGraphKeepsTheGradients) {
   auto build = [](ExpressionGraph& g) {
     Expr x = boundInput(g, {4, 8}, [](float i) { return std::sin(0.37f * i); });
     Expr w = g.param("w", {5, 8}, inits::uniform(-0.5f, 0.5f));
-    Expr h = matmul(x, transpose(w));
+    Expr b = g.param("b", {5}, inits::uniform(-0.5f, 0.5f));
+    Expr h = matmul(x, transpose(w)) + b;
     Expr y = (h * (1.0 + erf(h / std::sqrt(2.0)))) * 0.5;
     return y;
   };
@@ -308,12 +309,12 @@ TEST(Passes, OptimizeTrainingGraphKeepsTheGradients) {
   PassCounts fired = optimizeTrainingGraph(*fused.g, {fused.y});
   std::string names;
   for(auto& kv : fired) names += kv.first + " ";
-  EXPECT_EQ(names, "fuse_gelu fuse_transpose_matmul prune ");
+  EXPECT_EQ(names, "fuse_gelu fuse_transpose_matmul fuse_matmul_add prune ");
   auto ops = opCounts(*fused.g);
   EXPECT_EQ(ops["gelu"], 1);
-  EXPECT_EQ(ops["matmul"], 1);
+  EXPECT_EQ(ops["affine"], 1);
   EXPECT_EQ(ops.size(), 2u);
-  std::vector<double> grads[2], losses[2];
+  std::vector<double> grads[2], biasGrads[2], losses[2];
   Built* both[2] = {&plain, &fused};
   for(int k = 0; k < 2; ++k) {
     ExpressionGraph& g = *both[k]->g;
@@ -322,7 +323,11 @@ TEST(Passes, OptimizeTrainingGraphKeepsTheGradients) {
     g.backward(loss);
     losses[k] = values(loss);
     g.get("w")->grad()->get(grads[k]);
+    g.get("b")->grad()->get(biasGrads[k]);
   }
+  ASSERT_EQ(biasGrads[0].size(), 5u);
+  ASSERT_EQ(biasGrads[1].size(), 5u);
+  for(size_t i = 0; i < 5; ++i) EXPECT_NEAR(biasGrads[0][i], biasGrads[1][i], 1e-4) << "bias element " << i;
   ASSERT_EQ(grads[0].size(), 40u);
   ASSERT_EQ(grads[1].size(), 40u);
   EXPECT_NEAR(losses[0][0], losses[1][0], 1e-5 * (1 + std::fabs(losses[0][0])));
@@ -330,6 +335,9 @@ TEST(Passes, OptimizeTrainingGraphKeepsTheGradients) {
   // An inference graph is optimizeGraph's.
   Built inf = make(build);
   EXPECT_THROW(optimizeTrainingGraph(*inf.g, {inf.y}), Error);
+  Built other = make(build, false);
+  EXPECT_THROW(optimizeTrainingGraph(*other.g, {other.y}, {"fuse_everything"}), Error);
+  EXPECT_EQ(optimizeTrainingGraph(*other.g, {other.y}, {"fuse_gelu", "fuse_matmul_add"}).size(), 2u);  // transpose, prune
 }
 
 // ---- fold_batch_norm

@@ -75,14 +75,27 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
   return fired;
 }
 
-PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep) {
+PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep,
+                                 const std::vector<std::string>& disabled) {
   if(g.isInference())
     throw Error("optimizeTrainingGraph: the graph is in inference mode (optimizeGraph is the inference graph's)");
+  for(const std::string& d : disabled)
+    if(std::find(passNames().begin(), passNames().end(), d) == passNames().end()) {
+      std::string all;
+      for(const std::string& n : passNames()) all += (all.empty() ? "" : ", ") + n;
+      throw Error(str("no graph pass '", d, "' (passes: ", all, ")"));
+    }
+  auto off = [&](const char* name) { return std::find(disabled.begin(), disabled.end(), name) != disabled.end(); };
   PassCounts fired;
-  if(size_t n = fuseGelu(g, keep)) fired.emplace_back("fuse_gelu", n);
-  if(size_t n = fuseTransposeMatmul(g, keep)) fired.emplace_back("fuse_transpose_matmul", n);
-  if(fired.empty()) return fired;
-  if(size_t n = g.prune(keep)) fired.emplace_back("prune", n);
+  auto run = [&](const char* name, size_t (*pass)(ExpressionGraph&, const std::vector<Expr>&)) {
+    if(off(name)) return;
+    if(size_t n = pass(g, keep)) fired.emplace_back(name, n);
+  };
+  run("fuse_gelu", fuseGelu);
+  run("fuse_transpose_matmul", fuseTransposeMatmul);
+  run("fuse_matmul_add", fuseMatmulAdd);
+  if(!fired.empty() && !off("prune"))
+    if(size_t n = g.prune(keep)) fired.emplace_back("prune", n);
   return fired;
 }
 

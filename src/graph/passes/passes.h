@@ -52,10 +52,14 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
 // have differentiated the chain (fuse_gelu: gelu, whose gradient is one
 // gelu_grad pass where the chain's was about fifteen element-wise nodes;
 // fuse_transpose_matmul: no transpose forward nor of the gradient
-// backward), then prune. `keep` as optimizeGraph's (the outputs the loss reads, the
+// backward; fuse_matmul_add: affine, the bias written under the GEMM's
+// output instead of a pass of its own), then prune. `disabled` as
+// optimizeGraph's (a name of passNames(); those not
+// among these four have nothing to leave out here). `keep` as optimizeGraph's (the outputs the loss reads, the
 // buffers' next values); a node the caller means to read or differentiate
 // besides them must be in it too.
-PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep);
+PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& keep,
+                                 const std::vector<std::string>& disabled = {});
 // The passes optimizeGraph runs at level all, in order.
 const std::vector<std::string>& passNames();
 
