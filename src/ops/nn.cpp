@@ -439,20 +439,30 @@ void rowStats(const T* xr, int64_t n, double eps, C& mu, C& rstd) {
   mu = static_cast<C>(mean);
 }
 
+// The rows of x (input 1 of layer_norm's gradient ops, whose attributes
+// these are): the normalised block from axis on, its size n, the count.
+struct NormRows {
+  Shape::Dims block;
+  int64_t n = 1, rows = 0;
+  double eps;
+  explicit NormRows(KernelCtx& c)
+      : block(trailingDims(c.in[1]->shape(), c.in[1]->shape().axis(c.attrs.i("axis")))), eps(layerNormEps(c.attrs)) {
+    for(auto d : block) n *= d;
+    rows = n > 0 ? c.in[1]->size() / n : 0;
+  }
+};
+
 // layer_norm_grad: per row, dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat
 // xhat)) with dxhat = dy gamma; the two means are double sums.
 template <class T>
 void layerNormGradRows(KernelCtx& c) {
   using C = typename ComputeOf<T>::type;
   const TensorBase &dyt = *c.in[0], &xt = *c.in[1];
-  const int axis = xt.shape().axis(c.attrs.i("axis"));
-  const double eps = layerNormEps(c.attrs);
-  const Shape::Dims block = trailingDims(xt.shape(), axis);
-  int64_t n = 1;
-  for(auto d : block) n *= d;
+  const NormRows L(c);
+  const int64_t n = L.n, rows = L.rows;
+  const double eps = L.eps;
   if(n == 0) return;
-  const int64_t rows = xt.size() / n;
-  const std::vector<C> gamma = expandToBlock<T, C>(*c.in[2], block, n);
+  const std::vector<C> gamma = expandToBlock<T, C>(*c.in[2], L.block, n);
   const T *dy = dyt.data<T>(), *x = xt.data<T>();
   T* dx = c.out.data<T>();
   host::parallelFor(rows, 3 * xt.size(), [&](int64_t b, int64_t e) {
@@ -483,14 +493,11 @@ template <class T>
 void layerNormParamGradRows(KernelCtx& c) {
   using C = typename ComputeOf<T>::type;
   const TensorBase &dyt = *c.in[0], &xt = *c.in[1];
-  const int axis = xt.shape().axis(c.attrs.i("axis"));
-  const double eps = layerNormEps(c.attrs);
-  const Shape::Dims block = trailingDims(xt.shape(), axis);
-  int64_t n = 1;
-  for(auto d : block) n *= d;
+  const NormRows L(c);
+  const int64_t n = L.n, rows = L.rows;
+  const double eps = L.eps;
   T* out = c.out.data<T>();
   if(n == 0) return;
-  const int64_t rows = xt.size() / n;
   const int64_t blocks = std::min<int64_t>(rows, 64);
   std::vector<double> part(static_cast<size_t>(std::max<int64_t>(blocks, 1) * 2 * n), 0.0);
   const T *dy = dyt.data<T>(), *x = xt.data<T>();

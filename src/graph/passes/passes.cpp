@@ -19,6 +19,20 @@ const char* optLevelName(OptLevel level) {
   }
 }
 
+namespace {
+
+// An onyx::Error naming the first of `names` that is no pass, with the list.
+void checkPassNames(const std::vector<std::string>& names) {
+  for(const std::string& d : names)
+    if(std::find(passNames().begin(), passNames().end(), d) == passNames().end()) {
+      std::string all;
+      for(const std::string& n : passNames()) all += (all.empty() ? "" : ", ") + n;
+      throw Error(str("no graph pass '", d, "' (passes: ", all, ")"));
+    }
+}
+
+}  // namespace
+
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
                                                  "fuse_gelu",      "fuse_transpose_matmul", "fuse_matmul_add", "fuse_conv",
@@ -29,12 +43,7 @@ const std::vector<std::string>& passNames() {
 
 PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptLevel level, bool cpuKernels,
                          const std::vector<std::string>& disabled) {
-  for(const std::string& d : disabled)
-    if(std::find(passNames().begin(), passNames().end(), d) == passNames().end()) {
-      std::string all;
-      for(const std::string& n : passNames()) all += (all.empty() ? "" : ", ") + n;
-      throw Error(str("no graph pass '", d, "' (passes: ", all, ")"));
-    }
+  checkPassNames(disabled);
   auto off = [&](const char* name) { return std::find(disabled.begin(), disabled.end(), name) != disabled.end(); };
   PassCounts fired;
   if(level == OptLevel::none) return fired;
@@ -79,12 +88,7 @@ PassCounts optimizeTrainingGraph(ExpressionGraph& g, const std::vector<Expr>& ke
                                  const std::vector<std::string>& disabled) {
   if(g.isInference())
     throw Error("optimizeTrainingGraph: the graph is in inference mode (optimizeGraph is the inference graph's)");
-  for(const std::string& d : disabled)
-    if(std::find(passNames().begin(), passNames().end(), d) == passNames().end()) {
-      std::string all;
-      for(const std::string& n : passNames()) all += (all.empty() ? "" : ", ") + n;
-      throw Error(str("no graph pass '", d, "' (passes: ", all, ")"));
-    }
+  checkPassNames(disabled);
   auto off = [&](const char* name) { return std::find(disabled.begin(), disabled.end(), name) != disabled.end(); };
   PassCounts fired;
   auto run = [&](const char* name, size_t (*pass)(ExpressionGraph&, const std::vector<Expr>&)) {
