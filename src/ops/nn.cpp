@@ -426,6 +426,18 @@ void layerNormRows(KernelCtx& c) {
   });
 }
 
+// Whether p (gamma or beta, right-aligned) broadcasts to the normalised
+// block: each of its dims the block's or 1.
+bool broadcastsToBlock(const Shape& p, const Shape::Dims& block) {
+  const int br = static_cast<int>(block.size());
+  if(p.rank() > br) return false;
+  for(int k = 0; k < p.rank(); ++k) {
+    const int64_t d = p.dims()[k], want = block[static_cast<size_t>(br - p.rank() + k)];
+    if(d != want && d != 1) return false;
+  }
+  return true;
+}
+
 // The mean and 1/sqrt(var + eps) of one row of n values in T's compute
 // type, as layerNormRows has them (its xhat is (x - mu) * rstd).
 template <class T, class C>
@@ -539,16 +551,9 @@ ONYX_OP(kLayerNorm, "layer_norm")
       int axis = checkedAxis(c, xs, c.attrs.i("axis"));
       Shape block(trailingDims(xs, axis));
       const char* names[] = {"x", "gamma", "beta"};
-      for(size_t i = 1; i < 3; ++i) {
-        const Shape& p = c.shapeOf(i);
-        bool ok = p.rank() <= block.rank();
-        for(int k = 0; ok && k < p.rank(); ++k) {
-          int64_t d = p.dims()[k], want = block.dims()[block.rank() - p.rank() + k];
-          ok = d == want || d == 1;
-        }
-        c.check(ok, names[i], " of shape ", p, " does not broadcast to the normalised dims ", block,
-                " (x's dims from axis ", axis, " on)");
-      }
+      for(size_t i = 1; i < 3; ++i)
+        c.check(broadcastsToBlock(c.shapeOf(i), block.dims()), names[i], " of shape ", c.shapeOf(i),
+                " does not broadcast to the normalised dims ", block, " (x's dims from axis ", axis, " on)");
       c.check(c.attrs.f("epsilon") >= 0, "epsilon must be >= 0, got ", c.attrs.f("epsilon"));
       c.shape = xs;
     })
@@ -635,13 +640,8 @@ ONYX_OP(kLayerNormGrad, "layer_norm_grad")
     .attr("epsilon", 1e-5)
     .infer([](InferCtx& c) {
       Shape::Dims block = layerNormGradBlock(c);
-      const Shape& p = c.shapeOf(2);
-      bool ok = p.rank() <= static_cast<int>(block.size());
-      for(int k = 0; ok && k < p.rank(); ++k) {
-        int64_t d = p.dims()[k], want = block[block.size() - static_cast<size_t>(p.rank()) + static_cast<size_t>(k)];
-        ok = d == want || d == 1;
-      }
-      c.check(ok, "gamma of shape ", p, " does not broadcast to the normalised dims ", Shape(block));
+      c.check(broadcastsToBlock(c.shapeOf(2), block), "gamma of shape ", c.shapeOf(2),
+              " does not broadcast to the normalised dims ", Shape(block));
       c.shape = c.shapeOf(1);
     })
     .cpu([](KernelCtx& c) {
