@@ -553,8 +553,10 @@ void ExpressionGraph::computeNode(Node* n) {
   for(Node* c : n->children_) ensureValue(c);
   // A view shares its input's memory. In training, not of a param: the
   // optimizer updates params in place. Gradients are never written in place
-  // (a param's is copied out below, accumulation adds new nodes), so a
-  // backward node may view another's value.
+  // while the graph can read them (accumulation adds new nodes; a param's
+  // gradient tensor is written by its node or copied into, and only the
+  // caller writes it afterwards), so a backward node may view another's
+  // value.
   if(op.isView && (inference_ || n->children_[0]->kind_ != NodeKind::Param) &&
      n->type_ != Type::string && n->children_[0]->val_->getDeviceId() == device_) {
     n->val_ = n->children_[0]->val_->reshaped(n->shape_);
@@ -806,7 +808,10 @@ void ExpressionGraph::backward(Expr rootExpr) {
   }
   // A param's whole gradient computed by a backward op node (not a view)
   // of its shape and type is written straight into the param's persistent
-  // gradient tensor; the first param claims a node two params share.
+  // gradient tensor; the first param claims a node two params share. Only
+  // a tensor nobody else holds (no handle of the caller's, no constant
+  // made of it, no view): one that a node of this graph may read is
+  // copied into after backward, as before.
   gradOut_.clear();
   for(auto& kv : paramNodes_) {
     Node* p = kv.second.get();
@@ -815,7 +820,7 @@ void ExpressionGraph::backward(Expr rootExpr) {
        a->shape_ != p->shape_ || a->type_ != p->type_ || a->type_ == Type::string || gradOut_.count(a))
       continue;
     if(!p->grad_) p->grad_ = TensorBase::create(p->shape_, p->type_, device_);
-    if(p->grad_->getDeviceId() == device_) gradOut_[a] = p->grad_;
+    if(p->grad_.use_count() == 1 && p->grad_->getDeviceId() == device_) gradOut_[a] = p->grad_;
   }
   // Never left behind (a throw below): the node pool reuses addresses.
   struct ClearOnExit {

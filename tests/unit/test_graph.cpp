@@ -93,12 +93,13 @@ TEST(Graph, GradientsAccumulateOverUses) {
 }
 
 // A param's gradient tensor is one object across steps: backward writes
-// the new gradient into it (the node computing it writes there directly),
-// also when two params receive the same gradient node or the graph is
-// rebuilt, and a view's gradient (a reshape) is copied in.
+// the new gradient into it (the node computing it writes there directly
+// when nothing else holds the tensor, else it is copied in), also when two
+// params receive the same gradient node or the graph is rebuilt, and a
+// view's gradient (a reshape) is copied in.
 TEST(Graph, ParamGradientTensorPersistsAcrossSteps) {
   auto g = newGraph();
-  auto step = [&](float scale) {
+  auto step = [&](float scale, bool useOldGrad) {
     g->clear();
     auto a = g->param("a", {2, 2}, inits::fromVector(std::vector<float>{1, 2, 3, 4}));
     auto b = g->param("b", {2, 2}, inits::fromVector(std::vector<float>{5, 6, 7, 8}));
@@ -106,21 +107,30 @@ TEST(Graph, ParamGradientTensorPersistsAcrossSteps) {
     // d/da = d/db = scale * 2 (a + b) (one node for both); d/dv = scale (a reshape of a constant's gradient).
     Expr s = a + b;
     Expr loss = sum(s * s) * static_cast<double>(scale) + sum(reshape(v, Shape({2, 2})) * static_cast<double>(scale));
+    // A constant made of a's last gradient (the same tensor): a's new
+    // gradient must not overwrite it while backward reads it.
+    if(useOldGrad) loss = loss + sum(a * g->constant(a->grad()));
     g->forward();
     g->backward(loss);
   };
-  step(1.f);
-  Tensor ga = g->get("a")->grad(), gb = g->get("b")->grad(), gv = g->get("v")->grad();
+  step(1.f, false);
+  const TensorBase *ga = g->get("a")->grad().get(), *gb = g->get("b")->grad().get(), *gv = g->get("v")->grad().get();
   EXPECT_EQ(ga->toVector<float>(), (std::vector<float>{12, 16, 20, 24}));
   EXPECT_EQ(gb->toVector<float>(), (std::vector<float>{12, 16, 20, 24}));
   EXPECT_EQ(gv->toVector<float>(), (std::vector<float>{1, 1, 1, 1}));
-  step(0.5f);
-  EXPECT_EQ(g->get("a")->grad().get(), ga.get());
-  EXPECT_EQ(g->get("b")->grad().get(), gb.get());
-  EXPECT_EQ(g->get("v")->grad().get(), gv.get());
+  step(0.5f, false);  // nothing holds the tensors: written in place
+  EXPECT_EQ(g->get("a")->grad().get(), ga);
+  EXPECT_EQ(g->get("b")->grad().get(), gb);
+  EXPECT_EQ(g->get("v")->grad().get(), gv);
   EXPECT_EQ(ga->toVector<float>(), (std::vector<float>{6, 8, 10, 12}));
   EXPECT_EQ(gb->toVector<float>(), (std::vector<float>{6, 8, 10, 12}));
   EXPECT_EQ(gv->toVector<float>(), (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f}));
+  Tensor held = g->get("b")->grad();  // a caller's handle: copied into
+  step(0.5f, true);                   // d/da gains the old gradient {6, 8, 10, 12}
+  EXPECT_EQ(g->get("a")->grad().get(), ga);
+  EXPECT_EQ(held.get(), gb);
+  EXPECT_EQ(ga->toVector<float>(), (std::vector<float>{12, 16, 20, 24}));
+  EXPECT_EQ(held->toVector<float>(), (std::vector<float>{6, 8, 10, 12}));
 }
 
 TEST(Graph, FrozenParamGetsNoGradient) {
