@@ -17,6 +17,7 @@
 #include <onyx/core/device_backend.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
+#include <onyx/graph/passes/uses.h>
 #include <onyx/ops/elementwise.h>
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/layout.h>
@@ -172,21 +173,11 @@ Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha);
 
 // ---- ONNX
 
-// x itself when it is a transpose swapping its last two dims (rank >= 2),
+// x's input when x is a transpose swapping its last two dims (rank >= 2),
 // else null: MatMul(Transpose(a), b) imports as matmul(a, b, transA).
 Expr swappedLastTwo(Expr x) {
-  if(x->kind() != NodeKind::Op || x->op()->name != "transpose") return nullptr;
-  Expr in = x->child(0);
-  int r = in->shape().rank();
-  if(r < 2) return nullptr;
-  IntList perm = x->attrs().ints("perm");
-  if(perm.empty()) return r == 2 ? in : nullptr;  // empty: reversed
-  if(static_cast<int>(perm.size()) != r) return nullptr;
-  for(int i = 0; i < r; ++i) {
-    int want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
-    if(perm[static_cast<size_t>(i)] != want && perm[static_cast<size_t>(i)] != want - r) return nullptr;
-  }
-  return in;
+  Node* in = passes::swapsLastTwo(x.get());
+  return in ? Expr(in) : nullptr;
 }
 
 // MatMul(Transpose(a), b) as the export writes transA (the Transpose's

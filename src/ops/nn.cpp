@@ -234,14 +234,8 @@ void softmaxGradLines(const TensorBase& dyt, const TensorBase& yt, TensorBase& o
       const int64_t o = L.start(r);
       const T *dyr = dy + o, *yr = y + o;
       T* dxr = dx + o;
-      const double s = st == 1 ? host::sumInFour(n, [=](int64_t j) { return C(host::load(dyr, j)) * C(host::load(yr, j)); })
-                               : [&] {
-                                   double a = 0;
-                                   for(int64_t j = 0; j < n; ++j)
-                                     a += double(C(host::load(dyr, j * st)) * C(host::load(yr, j * st)));
-                                   return a;
-                                 }();
-      const C sc = static_cast<C>(s);
+      const C sc = static_cast<C>(
+          host::sumInFour(n, [=](int64_t j) { return C(host::load(dyr, j * st)) * C(host::load(yr, j * st)); }));
       for(int64_t j = 0; j < n; ++j)
         host::store(dxr, j * st, C(host::load(yr, j * st)) * (C(host::load(dyr, j * st)) - sc));
     }

@@ -4,27 +4,7 @@
 namespace onyx {
 
 using passes::isOp;
-
-namespace {
-
-// t's input when t is a transpose that swaps the last two dims of an input
-// of rank >= 2 and keeps the others; null otherwise.
-Node* swapsLastTwo(const Node* t) {
-  if(!isOp(t, "transpose")) return nullptr;
-  Node* in = t->child(0).get();
-  const int r = in->shape().rank();
-  if(r < 2) return nullptr;
-  const IntList& perm = t->attrs().ints("perm");
-  if(perm.empty()) return r == 2 ? in : nullptr;  // empty: all dims reversed
-  if(static_cast<int>(perm.size()) != r) return nullptr;
-  for(int i = 0; i < r; ++i) {
-    const int want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
-    if(perm[static_cast<size_t>(i)] != want) return nullptr;
-  }
-  return in;
-}
-
-}  // namespace
+using passes::swapsLastTwo;
 
 size_t fuseTransposeMatmul(ExpressionGraph& g, const std::vector<Expr>& keep) {
   passes::Uses uses(g, keep);

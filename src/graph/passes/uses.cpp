@@ -49,5 +49,18 @@ Node* otherInput(const Node* n, const Node* one) {
   return nullptr;
 }
 
+Node* swapsLastTwo(const Node* t) {
+  if(!isOp(t, "transpose")) return nullptr;
+  Node* in = t->child(0).get();
+  const int r = in->shape().rank();
+  if(r < 2) return nullptr;
+  const IntList& perm = t->attrs().ints("perm");
+  if(perm.empty()) return r == 2 ? in : nullptr;  // empty: all dims reversed
+  if(static_cast<int>(perm.size()) != r) return nullptr;
+  for(int i = 0; i < r; ++i)
+    if(perm[static_cast<size_t>(i)] != (i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i)) return nullptr;
+  return in;
+}
+
 }  // namespace passes
 }  // namespace onyx

@@ -33,6 +33,10 @@ bool scalarConstant(const Node* n, double& v);
 bool isScalar(const Node* n, double v);
 // The other input of a two-input node than `one` (null if neither is `one`).
 Node* otherInput(const Node* n, const Node* one);
+// t's input when t is a transpose that swaps the last two dims of an input
+// of rank >= 2 and keeps the others (what a MatMul's trans flag does);
+// null otherwise.
+Node* swapsLastTwo(const Node* t);
 
 }  // namespace passes
 }  // namespace onyx
