@@ -140,6 +140,8 @@ int main(int argc, char** argv) {
                "time training steps instead of inference: build the graph with the initializers as params, "
                "loss = mean(output 0 squared), forward, backward, one Sgd step (--lr)");
   app.add_option("--lr", lr, "with --train: the Sgd learning rate")->capture_default_str();
+  std::string precisionName = "float32";
+  tools::addPrecisionOption(app, precisionName);
   std::string profileJson;
   bool profile = false;
   size_t profileTop = 20;
@@ -176,7 +178,11 @@ int main(int argc, char** argv) {
     auto model = Model::load(modelPath);
     double loadMs = msSince(t0);
 
+    const ComputePrecision precision = parseComputePrecision(precisionName, "--precision");
+    if(precision == ComputePrecision::bfloat16 && !bf16Available())
+      std::cerr << "onnx-bench: this CPU has no bfloat16 instructions (AVX512_BF16 or AMX): computing in float32\n";
     SessionOptions so;
+    so.precision = precision;
     so.device = parseDevice(device);
     so.threads = threads;
     so.optimization = optLevel;
@@ -217,6 +223,7 @@ int main(int argc, char** argv) {
     auto graph = New<ExpressionGraph>();
     graph->setDevice(so.device);
     graph->setSeed(seed);
+    graph->setComputePrecision(precision);
     auto opt = Optimizer<Sgd>(lr);
     PassCounts trainPasses;  // the training fusions of the last step's graph
     auto trainStep = [&]() {
@@ -311,6 +318,10 @@ int main(int argc, char** argv) {
     if(passes.empty()) passes = "none fired";
     if(!profileJson.empty()) profiler->writeChromeTrace(profileJson);
 
+    // What the products computed in: bf16 only where asked for and available.
+    const std::string effectivePrecision =
+        precision == ComputePrecision::bfloat16 && bf16Available() && so.device.type == DeviceType::cpu ? "bf16"
+                                                                                                          : "float32";
     if(json) {
       std::ostringstream o;
       o << std::setprecision(6);
@@ -320,6 +331,7 @@ int main(int argc, char** argv) {
         << ", \"session_ms\": " << sessionMs << ", \"first_run_ms\": " << firstMs << ", \"median_ms\": " << med
         << ", \"p90_ms\": " << p90 << ", \"min_ms\": " << mn << ", \"max_ms\": " << mx
         << ", \"opt_level\": " << json::quote(optLevelName(optLevel)) << ", \"passes\": " << json::quote(passes)
+        << ", \"precision\": " << json::quote(effectivePrecision)
         << ", \"peak_rss_mb\": " << peakRssMB << ", \"ru_maxrss_mb\": " << maxrssMB << ", \"graph_peak_mb\": " << graphPeakMB << ", \"samples_ms\": [";
       for(size_t i = 0; i < lat.size(); ++i) o << (i ? ", " : "") << lat[i];
       o << "]}";
@@ -330,6 +342,7 @@ int main(int argc, char** argv) {
                 << "mode:             " << (train ? "training step (loss = mean(output 0 squared), Sgd)" : "inference")
                 << " on " << device << "\n"
                 << "threads:          " << threads << (threads == 0 ? " (default)" : "") << "\n"
+                << "precision:        " << effectivePrecision << "\n"
                 << "load:             " << loadMs << " ms (Model::load)\n"
                 << "first run:        " << firstMs << " ms (includes building the graph)\n"
                 << "latency median:   " << med << " ms over " << lat.size() << " runs (" << warmed << " warm-up)\n"

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "cpu or gpu0")->capture_default_str();
   OptLevel optLevel = OptLevel::all;
   tools::addOptLevelOption(app, optLevel);
+  std::string precision = "float32";
+  tools::addPrecisionOption(app, precision);
   app.add_option("--rtol", rtol, "relative tolerance for --test-data")->capture_default_str();
   app.add_option("--atol", atol, "absolute tolerance for --test-data")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -52,6 +54,9 @@ int main(int argc, char** argv) {
     so.device = parseDevice(device);
     so.threads = threads;
     so.optimization = optLevel;
+    so.precision = parseComputePrecision(precision, "--precision");
+    if(so.precision == ComputePrecision::bfloat16 && !bf16Available())
+      std::cerr << "onnx-run: this CPU has no bfloat16 instructions (AVX512_BF16 or AMX): computing in float32\n";
     if(!maxMemory.empty()) so.maxMemoryBytes = tools::parseByteSize(maxMemory, "--max-memory");
     so.maxLoopIterations = maxLoopIterations;
     Session session(model, so);

@@ -22,7 +22,7 @@ namespace {
 
 struct Options {
   std::string model, data, valid, target, output, loss = "ce", optimizer = "adam", out, decay = "constant";
-  std::string checkpointDir, stepLog, dumpGradients, device = "cpu";
+  std::string checkpointDir, stepLog, dumpGradients, device = "cpu", precision = "float32";
   std::vector<std::string> inputs, freeze;
   double lr = 1e-3, clip = 0, weightDecay = 0, momentum = 0, minLr = 0;
   int epochs = 1, warmup = 0;
@@ -53,6 +53,7 @@ TrainerOptions trainerOptions(const Options& o) {
   t.seed = o.seed;
   t.freeze = o.freeze;
   t.device = o.device;
+  t.precision = o.precision;
   t.checkpointDir = o.checkpointDir;
   t.checkpointEvery = o.checkpointEvery;
   t.resume = o.resume;
@@ -74,7 +75,7 @@ struct Console {
           {"epochs", "--epochs"},         {"batchSize", "--batch-size"}, {"checkpointEvery", "--checkpoint-every"},
           {"accumulate", "--accumulate"}, {"resume", "--resume"},        {"checkpointDir", "--checkpoint-dir"},
           {"inputs", "--input"},          {"optimizer", "--optimizer"},  {"loss", "--loss"},
-          {"freeze", "--freeze"}};
+          {"freeze", "--freeze"},         {"precision", "--precision"}};
       auto it = flags.find(field);
       return it == flags.end() ? field : it->second;
     };
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "data order and random ops")->capture_default_str();
   app.add_option("--device", o.device, "cpu or gpu0: where the graph, params and optimizer state live")
       ->capture_default_str();
+  tools::addPrecisionOption(app, o.precision);
   app.add_flag("--no-shuffle", o.noShuffle, "take the samples in file order every epoch");
   app.add_option("--checkpoint-dir", o.checkpointDir, "write DIR/checkpoint.npz (atomically) as training goes");
   app.add_option("--checkpoint-every", o.checkpointEvery, "steps between checkpoints (and one per epoch)")

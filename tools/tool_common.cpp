@@ -41,6 +41,13 @@ void addOptLevelOption(CLI::App& app, OptLevel& level) {
       ->check(CLI::IsMember({"none", "basic", "all"}));
 }
 
+void addPrecisionOption(CLI::App& app, std::string& name) {
+  app.add_option("--precision", name,
+                 "float32, or bf16: matrix products and convolutions on bfloat16-rounded operands with float32 "
+                 "sums, every value kept in float32 (float32 where the CPU has no bfloat16 instructions)")
+      ->capture_default_str();
+}
+
 namespace fs = std::filesystem;
 
 namespace {

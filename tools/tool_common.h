@@ -19,6 +19,9 @@ namespace tools {
 size_t parseByteSize(const std::string& text, const char* flag);
 // --opt-level none|basic|all, parsed into `level` (SessionOptions::optimization).
 void addOptLevelOption(CLI::App& app, OptLevel& level);
+// --precision float32|bf16 (ComputePrecision), checked when the tool runs
+// (parseComputePrecision) so a bad name is the tools' one-line error.
+void addPrecisionOption(CLI::App& app, std::string& name);
 
 // A value file for `info`: .npy, or a serialized TensorProto / SequenceProto /
 // OptionalProto (.pb) chosen by the kind the model declares.

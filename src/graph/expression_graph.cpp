@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/core/device_backend.h>
 #include <onyx/core/logging.h>
@@ -95,6 +96,18 @@ int64_t Parameters::totalElements() const {
 }
 
 // --------------------------------------------------------------------- Graph
+
+ComputePrecision parseComputePrecision(const std::string& name, const std::string& what) {
+  if(name == "float32" || name == "fp32") return ComputePrecision::float32;
+  if(name == "bf16" || name == "bfloat16") return ComputePrecision::bfloat16;
+  throw Error(str(what, ": unknown precision '", name, "'; use float32 or bf16"));
+}
+
+const char* computePrecisionName(ComputePrecision p) {
+  return p == ComputePrecision::bfloat16 ? "bf16" : "float32";
+}
+
+bool bf16Available() { return host::dnnlHasBf16(); }
 
 ExpressionGraph::ExpressionGraph() : workspace_(New<Allocator>(DeviceId{})), params_(New<Parameters>()) {}
 

@@ -40,6 +40,25 @@ struct MemoryStats {
   size_t capacityBytes = 0;
 };
 
+// The arithmetic of float32 matrix products (matmul, affine) and
+// convolutions, forward and backward. float32: as written. bfloat16: their
+// operands are rounded to bfloat16 (8 significant bits, round to nearest
+// even) and the products summed in float32 (oneDNN's AMX / AVX512_BF16
+// kernels), about twice as fast; every stored value (activations, params,
+// gradients, optimizer state) stays float32, so params keep full-precision
+// master values. What PyTorch's CPU autocast to bfloat16 computes for these
+// ops, and torch.set_float32_matmul_precision("medium"). On a CPU without
+// bfloat16 instructions (bf16Available() false), and on GPUs, it computes
+// in float32.
+enum class ComputePrecision : uint8_t { float32, bfloat16 };
+// "float32" / "fp32" or "bf16" / "bfloat16"; anything else is an onyx::Error
+// naming `what` (a flag or option) and the accepted names.
+ComputePrecision parseComputePrecision(const std::string& name, const std::string& what = "precision");
+const char* computePrecisionName(ComputePrecision p);  // "float32" or "bf16"
+// Whether this CPU computes bfloat16 products in hardware (AVX512_BF16 or
+// AMX, detected at run time; ONYX_BF16=0 in the environment says no).
+bool bf16Available();
+
 class ExpressionGraph : public std::enable_shared_from_this<ExpressionGraph> {
 public:
   ExpressionGraph();
@@ -58,6 +77,9 @@ public:
   void setCheckpointing(bool on) { checkpointing_ = on; }
   bool isCheckpointing() const { return checkpointing_; }
   void setSeed(uint64_t seed) { rng_.seed(seed); }
+  // See ComputePrecision; float32 by default, kept across clear().
+  void setComputePrecision(ComputePrecision p) { precision_ = p; }
+  ComputePrecision computePrecision() const { return precision_; }
   // Times every node forward() and backward() run into `p`
   // (graph/profiler.h); null: off.
   void setProfiler(std::shared_ptr<Profiler> p) { profiler_ = std::move(p); }
@@ -177,6 +199,7 @@ private:
   Ptr<Allocator> workspace_;
   Type defaultType_ = Type::float32;
   bool inference_ = false;
+  ComputePrecision precision_ = ComputePrecision::float32;
   bool checkpointing_ = false;
   Rng rng_{1234};
   std::shared_ptr<Profiler> profiler_;

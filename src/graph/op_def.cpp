@@ -167,6 +167,8 @@ Tensor KernelCtx::scratch(const Shape& s, Type t) {
   return TensorBase::create(s, t, out.getDeviceId());
 }
 
+bool KernelCtx::bf16() const { return graph.computePrecision() == ComputePrecision::bfloat16; }
+
 Expr GradCtx::y() const { return Expr(node); }
 Expr GradCtx::x(size_t i) const { return node->child(i); }
 size_t GradCtx::n() const { return node->numChildren(); }

@@ -180,6 +180,9 @@ struct KernelCtx {
   Rng& rng;
   ExpressionGraph& graph;
   Tensor scratch(const Shape& s, Type t);  // memory on out's device (the workspace's), freed with the handle
+  // Whether the graph computes float32 matrix products and convolutions in
+  // bfloat16 (ExpressionGraph::computePrecision()).
+  bool bf16() const;
 };
 
 struct GradCtx {

@@ -276,7 +276,7 @@ int spatialRank(const TensorBase& t) { return t.shape().rank() - 2; }
 bool convDnnl(KernelCtx& c) {
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
   return host::dnnlConvForward(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(), biasOf(c),
-                               c.out.data<float>(), nullptr, weightSlot(c));
+                               c.out.data<float>(), nullptr, weightSlot(c), {}, c.bf16());
 }
 
 // A 2-D transposed convolution whose windows do not overlap (kernel ==
@@ -330,13 +330,14 @@ bool convTransposePatches(KernelCtx& c) {
 bool convTransposeDnnl(KernelCtx& c) {
   if(convTransposePatches(c)) return true;
   return host::dnnlConvTransposed(transposedDims(c), spatialRank(c.out), c.in[0]->data<float>(),
-                                  c.in[1]->data<float>(), biasOf(c), c.out.data<float>(), nullptr, weightSlot(c));
+                                  c.in[1]->data<float>(), biasOf(c), c.out.data<float>(), nullptr, weightSlot(c),
+                                  c.bf16());
 }
 
 bool convGradWeightDnnl(KernelCtx& c) {
   const ConvDims cd = convDims(c.in[0]->shape(), c.in[1]->shape(), spatialDims(c.out.shape()), c.attrs);
   return host::dnnlConvGradWeight(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(),
-                                  c.out.data<float>());
+                                  c.out.data<float>(), c.bf16());
 }
 
 // float32 goes to oneDNN where it takes the problem (and ONYX_DNNL is not
@@ -748,7 +749,7 @@ bool fusedConvDnnl(KernelCtx& c) {
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
   return host::dnnlConvForward(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(),
                                fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c),
-                               layoutsOf(c.attrs));
+                               layoutsOf(c.attrs), c.bf16());
 }
 
 // The portable path: conv's kernel, then the activation's, the add's and

@@ -106,33 +106,34 @@ void inferMatmulInto(InferCtx& c, MatmulDims& d) {
 // GEMM of element type t on `dev`: host::gemm (OpenBLAS) or the GPU
 // backend's (cuBLAS).
 void gemmOn(DeviceId dev, Type t, bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
-            const void* A, int64_t lda, const void* B, int64_t ldb, double beta, void* C, int64_t ldc) {
+            const void* A, int64_t lda, const void* B, int64_t ldb, double beta, void* C, int64_t ldc, bool bf16) {
   if(dev.type == DeviceType::gpu)
     return gpuBackend().gemm(dev.no, t, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   dispatchNumeric(t, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     host::gemm(transA, transB, M, N, K, alpha, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, beta,
-               static_cast<T*>(C), ldc);
+               static_cast<T*>(C), ldc, bf16);
   });
 }
 
 void gemmBatchedOn(DeviceId dev, Type t, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K,
                    double alpha, const void* A, int64_t lda, const int64_t* aOffsets, const void* B, int64_t ldb,
-                   const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets) {
+                   const int64_t* bOffsets, double beta, void* C, int64_t ldc, const int64_t* cOffsets, bool bf16) {
   if(dev.type == DeviceType::gpu)
     return gpuBackend().gemmBatched(dev.no, t, transA, transB, batch, M, N, K, alpha, A, lda, aOffsets, B, ldb,
                                     bOffsets, beta, C, ldc, cOffsets);
   dispatchNumeric(t, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     host::gemmBatched(transA, transB, batch, M, N, K, alpha, static_cast<const T*>(A), lda, aOffsets,
-                      static_cast<const T*>(B), ldb, bOffsets, beta, static_cast<T*>(C), ldc, cOffsets);
+                      static_cast<const T*>(B), ldb, bOffsets, beta, static_cast<T*>(C), ldc, cOffsets, bf16);
   });
 }
 
 // C = alpha * op(A) . op(B) + beta * C over all (broadcast) batches, on the
-// device of the buffers.
+// device of the buffers; bf16: float32 products in bfloat16 on the CPU
+// (ComputePrecision::bfloat16, see host::gemm).
 void runMatmul(DeviceId dev, Type t, const MatmulDims& d, double alpha, const void* A, const void* B, double beta,
-               void* C) {
+               void* C, bool bf16) {
   int64_t lda = d.transA ? d.M : d.K;
   int64_t ldb = d.transB ? d.K : d.N;
   int64_t nb = 1;
@@ -145,7 +146,7 @@ void runMatmul(DeviceId dev, Type t, const MatmulDims& d, double alpha, const vo
   if(nb == 0) return;
   if(aFull && bShared && !d.transA) {
     // x[.., M, K] . W[K, N]: the batches stack into one tall GEMM.
-    gemmOn(dev, t, false, d.transB, nb * d.M, d.N, d.K, alpha, A, lda, B, ldb, beta, C, d.N);
+    gemmOn(dev, t, false, d.transB, nb * d.M, d.N, d.K, alpha, A, lda, B, ldb, beta, C, d.N, bf16);
     return;
   }
   std::vector<int64_t> offs(static_cast<size_t>(3 * nb));
@@ -166,7 +167,7 @@ void runMatmul(DeviceId dev, Type t, const MatmulDims& d, double alpha, const vo
     offs[2 * nb + o] = o * cMat;
   }
   gemmBatchedOn(dev, t, d.transA, d.transB, nb, d.M, d.N, d.K, alpha, A, lda, offs.data(), B, ldb,
-                offs.data() + nb, beta, C, d.N, offs.data() + 2 * nb);
+                offs.data() + nb, beta, C, d.N, offs.data() + 2 * nb, bf16);
 }
 
 Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha);
@@ -363,7 +364,7 @@ ONYX_OP(kMatmul, "matmul")
     .anyDevice([](KernelCtx& c) {
       MatmulDims d = dimsOf(c.in[0]->shape(), c.in[1]->shape(), c.attrs);
       runMatmul(c.out.getDeviceId(), c.out.type(), d, c.attrs.f("alpha"), c.in[0]->raw(), c.in[1]->raw(), 0.0,
-                c.out.raw());
+                c.out.raw(), c.bf16());
     })
     .backward([](GradCtx& g) {
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));
@@ -439,7 +440,7 @@ ONYX_OP(kAffine, "affine")
         });
       }
       runMatmul(c.out.getDeviceId(), c.out.type(), d, c.attrs.f("alpha"), c.in[0]->raw(), c.in[1]->raw(), 1.0,
-                c.out.raw());
+                c.out.raw(), c.bf16());
     })
     .backward([](GradCtx& g) {
       matmulGrads(g, dimsOf(g.x(0)->shape(), g.x(1)->shape(), g.attrs), g.attrs.f("alpha"));

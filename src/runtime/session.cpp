@@ -159,6 +159,7 @@ HostValues Session::runValues(const HostValues& inputs, const std::vector<std::s
     c->graph = std::make_shared<ExpressionGraph>();
     ExpressionGraph& g = *c->graph;
     g.setDevice(options_.device);
+    g.setComputePrecision(options_.precision);
     g.setInference(!options_.trainable);
     if(options_.maxMemoryBytes) g.workspace()->setLimit(options_.maxMemoryBytes);
     c->imported = importGraph(*model_, g, inputs, options_.trainable);

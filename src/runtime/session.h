@@ -24,6 +24,7 @@
 
 #include <onyx/core/device.h>
 #include <onyx/core/tensor.h>
+#include <onyx/graph/expression_graph.h>
 #include <onyx/graph/passes/passes.h>
 #include <onyx/graph/profiler.h>
 #include <onyx/runtime/model.h>
@@ -41,6 +42,11 @@ struct SessionOptions {
   // basic (constant folding, no-op elimination, pruning) or all (basic and
   // the fusions: batch norm into conv, GELU, matmul + bias, conv epilogues).
   OptLevel optimization = OptLevel::all;
+  // float32, or bfloat16: float32 matrix products and convolutions on
+  // bfloat16-rounded operands (ComputePrecision; float32 where the CPU has
+  // no bfloat16 instructions). Outputs are float32 either way, within
+  // bfloat16's rounding of the float32 ones.
+  ComputePrecision precision = ComputePrecision::float32;
   // Passes of that level not to run, by name (passNames()).
   std::vector<std::string> disabledPasses;
   // Times every node of every run into profiler() (graph/profiler.h);

@@ -61,6 +61,7 @@ void Trainer::checkOptions(const TrainerOptions& o, const TrainerCallbacks& cb) 
   if(o.checkpointEvery < 1) throw Error(str(name("checkpointEvery"), " must be at least 1"));
   if(o.accumulate < 1) throw Error(str(name("accumulate"), " must be at least 1"));
   if(o.resume && o.checkpointDir.empty()) throw Error(str(name("resume"), " needs ", name("checkpointDir")));
+  parseComputePrecision(o.precision, name("precision"));
 }
 
 size_t Trainer::stepsPerEpoch(int64_t samples, const TrainerOptions& o) {
@@ -134,6 +135,12 @@ Trainer::Trainer(std::shared_ptr<const Model> model, TrainerOptions options, Tra
   graph_ = New<ExpressionGraph>();
   graph_->setDevice(parseDevice(o_.device));
   graph_->setSeed(o_.seed);
+  const ComputePrecision precision = parseComputePrecision(o_.precision, optionName("precision"));
+  graph_->setComputePrecision(precision);
+  if(precision == ComputePrecision::bfloat16 && graph_->getDeviceId().type != DeviceType::cpu)
+    notice("bf16 compute is a CPU option: the GPU computes in float32");
+  else if(precision == ComputePrecision::bfloat16 && !bf16Available())
+    notice("this CPU has no bfloat16 instructions (AVX512_BF16 or AMX): computing in float32");
   order_.seed(o_.seed);
   orderAtEpochStart_ = rngText(order_);
   imported_ = std::make_unique<ImportedGraph>();

@@ -70,6 +70,11 @@ struct TrainerOptions {
   uint64_t seed = 1;                          // data order and random ops (Dropout)
   std::vector<std::string> freeze;            // params matching one of these globs stay fixed
   std::string device = "cpu";                 // cpu or gpu0: where the graph, params and optimizer state live
+  // float32, or bf16: matrix products and convolutions (forward and
+  // backward) on bfloat16-rounded operands with float32 sums, every value
+  // and param kept in float32 (ComputePrecision). Where the CPU has no
+  // bfloat16 instructions it computes in float32 (a notice says so).
+  std::string precision = "float32";
   std::string checkpointDir;                  // run() writes checkpointDir/checkpoint.npz as it goes
   int64_t checkpointEvery = 100;              // steps between checkpoints (and one per epoch)
   bool resume = false;                        // run() continues from checkpointDir/checkpoint.npz when it exists

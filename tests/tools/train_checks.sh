@@ -67,13 +67,37 @@ check "onnx-train: a quantized model is one line naming its first quantized op" 
 # Onyx on the trained model (running statistics included).
 "$BIN/onnx-train" "$CNN/model.onnx" --data "$DATA/bars_train.npz" --valid "$DATA/bars_valid.npz" --input x=x \
   --target y --output logits --loss ce --optimizer adam --lr 0.02 --epochs 8 --batch-size 32 -o "$T/cnn.onnx" \
-  > "$T/o" 2> "$T/e"; rc=$?
+  --step-log "$T/f32.log" > "$T/o" 2> "$T/e"; rc=$?
 cat "$T/o"
 check "onnx-train fine-tunes tiny_cnn on bars" [ $rc -eq 0 ]
 check "tiny_cnn reaches 95% validation accuracy on bars" python3 -c "
 import re
 acc = [float(a) for a in re.findall(r'valid accuracy ([0-9.e+-]+)', open('$T/o').read())]
 assert len(acc) == 8 and acc[-1] >= 0.95, acc"
+# The same run with --precision bf16: the loss curve follows float32's; on
+# a CPU without bfloat16 instructions it says so and is float32's exactly.
+"$BIN/onnx-train" "$CNN/model.onnx" --data "$DATA/bars_train.npz" --valid "$DATA/bars_valid.npz" --input x=x \
+  --target y --output logits --loss ce --optimizer adam --lr 0.02 --epochs 8 --batch-size 32 -o "$T/cnn_bf16.onnx" \
+  --step-log "$T/bf16.log" --precision bf16 > "$T/o3" 2> "$T/e3"; rc=$?
+cat "$T/o3" "$T/e3"
+check "onnx-train --precision bf16: its loss curve follows float32's, 95% validation accuracy" python3 -c "
+import re, numpy as np
+f32 = np.loadtxt('$T/f32.log')[:, 2]; bf = np.loadtxt('$T/bf16.log')[:, 2]
+acc = [float(a) for a in re.findall(r'valid accuracy ([0-9.e+-]+)', open('$T/o3').read())]
+assert $rc == 0 and len(bf) == len(f32) and len(acc) == 8 and acc[-1] >= 0.95, ($rc, len(bf), len(f32), acc)
+fallback = 'no bfloat16 instructions' in open('$T/e3').read()
+if fallback:
+    assert (bf == f32).all(), 'the float32 fallback differs from float32'
+else:
+    assert (bf != f32).any(), 'bf16 gave float32 bits'
+    # Step by step within 5% early on; the last epoch's mean within 10%.
+    assert np.all(np.abs(bf[:10] - f32[:10]) <= 0.05 * np.abs(f32[:10])), (bf[:10], f32[:10])
+    n = len(f32) // 8
+    assert abs(bf[-n:].mean() - f32[-n:].mean()) <= 0.1 * f32[-n:].mean() + 0.01, (bf[-n:].mean(), f32[-n:].mean())
+print('bf16 fallback' if fallback else 'bf16', 'final-epoch mean loss', bf[-(len(bf)//8):].mean(), 'float32', f32[-(len(f32)//8):].mean())"
+"$BIN/onnx-train" "$CNN/model.onnx" --data "$DATA/bars_train.npz" --input x=x --target y --output logits \
+  --precision fp8 -o "$T/t4.onnx" > "$T/o" 2> "$T/e"; rc=$?
+check "onnx-train: an unknown --precision is one line naming it" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q \"\-\-precision: unknown precision 'fp8'; use float32 or bf16\" '$T/e'"
 python3 -c "
 import numpy as np
 np.save('$T/bars_x.npy', np.load('$DATA/bars_valid.npz')['x'].astype(np.float32))"

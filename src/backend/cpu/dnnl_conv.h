@@ -75,7 +75,7 @@ struct ConvLayouts {
 // of cd.g's three).
 bool dnnlConvForward(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,
                      const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr,
-                     ConvLayouts layouts = {});
+                     ConvLayouts layouts = {}, bool bf16 = false);
 
 // The channel block of oneDNN's direct convolution kernels on this CPU: 16
 // with AVX-512, 8 with AVX2; 0 where the oneDNN path is off or neither.
@@ -90,12 +90,33 @@ void dnnlReorderChannels(const float* from, int fromBlock, float* to, int toBloc
 // (b may be null), then the epilogue. The image may be larger than the
 // windows reach (output_padding): those elements get the bias only.
 bool dnnlConvTransposed(const ConvDims& cd, int nd, const float* x, const float* w, const float* b, float* y,
-                        const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr);
+                        const ConvEpilogue* epilogue = nullptr, DnnlWeightSlot* slot = nullptr, bool bf16 = false);
 
 // dw [M, C/G, k..] = the gradient of conv(x, W) w.r.t. W given dy
 // [N, M, pos..] (overwritten, not accumulated). dy may have fewer positions
 // than the conv would produce (trailing ones cut).
-bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float* dy, float* dw);
+bool dnnlConvGradWeight(const ConvDims& cd, int nd, const float* x, const float* dy, float* dw, bool bf16 = false);
+
+// ---- bfloat16 compute (ComputePrecision::bfloat16)
+//
+// With bf16 true, the three convolution calls above read their float32
+// inputs rounded to bfloat16 (nearest even, in the reorders that block
+// them) and sum the products in float32; outputs stay float32. Where this
+// CPU has no bfloat16 instructions (dnnlHasBf16) or oneDNN has no fast
+// bfloat16 kernel for the problem, they compute in float32.
+//
+// Whether oneDNN computes bfloat16 products in hardware here (AVX512_BF16
+// or AMX); false with ONYX_BF16=0 in the environment or oneDNN off.
+bool dnnlHasBf16();
+// C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for i < batch, in float32
+// buffers (layouts as host::gemm's), matrix i of A at A + i * aStride and
+// so on (a stride 0: one matrix for every i), with A and B rounded to
+// bfloat16 and the products summed in float32 by oneDNN's matmul. C is not
+// read when beta is 0. False, nothing written, when bfloat16 is not
+// available or oneDNN declines the problem.
+bool dnnlMatmulBf16(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float* A, int64_t lda, int64_t aStride, const float* B, int64_t ldb, int64_t bStride,
+                    float beta, float* C, int64_t ldc, int64_t cStride);
 
 // ---- int8 convolution (qlinear_conv)
 //

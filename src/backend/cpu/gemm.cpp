@@ -159,17 +159,43 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
 
 }  // namespace
 
+// Offsets i * stride for every i (stride >= 0), the form a bfloat16
+// batched matmul takes in one call.
+bool uniformOffsets(const int64_t* offs, int64_t batch, int64_t& stride) {
+  stride = batch > 1 ? offs[1] - offs[0] : 0;
+  if(stride < 0) return false;
+  for(int64_t i = 1; i < batch; ++i)
+    if(offs[i] - offs[0] != i * stride) return false;
+  return true;
+}
+
 template <class T>
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
+          const T* B, int64_t ldb, double beta, T* C, int64_t ldc, bool bf16) {
+  if constexpr(std::is_same<T, float>::value) {
+    if(bf16 && M > 0 && N > 0 && K > 0 &&
+       dnnlMatmulBf16(transA, transB, 1, M, N, K, static_cast<float>(alpha), A, lda, 0, B, ldb, 0,
+                      static_cast<float>(beta), C, ldc, 0))
+      return;
+  }
+  (void)bf16;
   gemmImpl(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <class T>
 void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
                  const T* A, int64_t lda, const int64_t* aOffsets, const T* B, int64_t ldb,
-                 const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets) {
+                 const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets, bool bf16) {
   if(batch <= 0) return;
+  if constexpr(std::is_same<T, float>::value) {
+    int64_t sa = 0, sb = 0, sc = 0;
+    if(bf16 && M > 0 && N > 0 && K > 0 && uniformOffsets(aOffsets, batch, sa) && uniformOffsets(bOffsets, batch, sb) &&
+       uniformOffsets(cOffsets, batch, sc) && (sc > 0 || batch == 1) &&
+       dnnlMatmulBf16(transA, transB, batch, M, N, K, static_cast<float>(alpha), A + aOffsets[0], lda, sa,
+                      B + bOffsets[0], ldb, sb, static_cast<float>(beta), C + cOffsets[0], ldc, sc))
+      return;
+  }
+  (void)bf16;
   int64_t work = M * N * K;
   auto one = [&](int64_t i) {
     gemmImpl(transA, transB, M, N, K, alpha, A + aOffsets[i], lda, B + bOffsets[i], ldb, beta, C + cOffsets[i], ldc);
@@ -195,10 +221,10 @@ void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, 
 
 #define ONYX_GEMM_INSTANTIATE(T)                                                                                  \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, double, const T*, int64_t, const T*, int64_t,     \
-                        double, T*, int64_t);                                                                     \
+                        double, T*, int64_t, bool);                                                               \
   template void gemmBatched<T>(bool, bool, int64_t, int64_t, int64_t, int64_t, double, const T*, int64_t,        \
                                const int64_t*, const T*, int64_t, const int64_t*, double, T*, int64_t,          \
-                               const int64_t*);
+                               const int64_t*, bool);
 
 ONYX_GEMM_INSTANTIATE(float)
 ONYX_GEMM_INSTANTIATE(double)

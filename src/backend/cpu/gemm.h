@@ -4,6 +4,11 @@
 // float and double go to OpenBLAS; float16/bfloat16 compute in float and the
 // integer types in their 64-bit accumulator with plain loops. When beta is 0,
 // C is not read (it may hold garbage or NaN).
+//
+// bf16 (float only, ComputePrecision::bfloat16): A and B are rounded to
+// bfloat16 and the products summed in float32 (oneDNN's matmul, AMX or
+// AVX512_BF16), where the CPU has bfloat16 instructions and the call is not
+// inside a parallel region; else, and for the other types, it is ignored.
 #pragma once
 #include <cstdint>
 
@@ -12,16 +17,18 @@ namespace host {
 
 template <class T>
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, double beta, T* C, int64_t ldc);
+          const T* B, int64_t ldb, double beta, T* C, int64_t ldc, bool bf16 = false);
 
 // `batch` independent GEMMs of one size; matrix i uses A + aOffsets[i],
 // B + bOffsets[i], C + cOffsets[i] (offsets in elements, so broadcast batch
 // dims simply repeat an offset). Small matrices are spread over threads; big
-// ones run one after the other and let the threaded BLAS split each.
+// ones run one after the other and let the threaded BLAS split each. With
+// bf16, offsets that step evenly (i * stride) are one bfloat16 matmul.
 template <class T>
 void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, double alpha,
                  const T* A, int64_t lda, const int64_t* aOffsets, const T* B, int64_t ldb,
-                 const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets);
+                 const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets,
+                 bool bf16 = false);
 
 }  // namespace host
 }  // namespace onyx
