@@ -4,6 +4,12 @@ in one run, and writes the ratios into docs/performance.md (its section).
 
     python3 tools/bench_vs_torch.py --bin build-rel/tools --device gpu0 --out docs/performance.md
     python3 tools/bench_vs_torch.py --bin build/tools --device cpu --size small   # a quick check
+    python3 tools/bench_vs_torch.py --bin build/tools --device cpu --precision bf16 --only mlp,resnet18,bert-small
+
+--precision bf16 (CPU): Onyx runs with --precision bf16 (products and
+convolutions on bfloat16-rounded operands, values in float32) and PyTorch
+under torch.autocast("cpu", dtype=torch.bfloat16) (the loss in float32);
+its section of the page is separate from the float32 one.
 
 Workloads (--size full; small shrinks them for a CPU check, smoke for the
 tests' run of this script):
@@ -128,8 +134,12 @@ def export(module, x, path, train):
                       training=mode, do_constant_folding=not train)
 
 
-def time_torch(module, mode, x_host, dev, warmup, iters, lr):
+def time_torch(module, mode, x_host, dev, warmup, iters, lr, bf16=False):
+    import contextlib
     import torch
+
+    def autocast():
+        return torch.autocast(device_type="cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
     def sync():
         if dev.type == "cuda":
@@ -139,15 +149,17 @@ def time_torch(module, mode, x_host, dev, warmup, iters, lr):
         module.eval()
 
         def step():
-            with torch.no_grad():
-                module(x_host.to(dev)).cpu()
+            with torch.no_grad(), autocast():
+                module(x_host.to(dev)).float().cpu()
     else:
         module.train()
         opt = torch.optim.SGD(module.parameters(), lr=lr)
 
         def step():
             opt.zero_grad(set_to_none=True)
-            out = module(x_host.to(dev))
+            with autocast():
+                out = module(x_host.to(dev))
+            out = out.float()
             loss = (out * out).mean()
             loss.backward()
             opt.step()
@@ -187,7 +199,13 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--only", default="", help="comma-separated workload names")
     ap.add_argument("--out", default="", help="write the section of this markdown page (docs/performance.md)")
+    ap.add_argument("--precision", choices=["float32", "bf16"], default="float32",
+                    help="bf16 (CPU only): Onyx --precision bf16 against PyTorch's bfloat16 autocast")
     args = ap.parse_args(argv)
+    bf16 = args.precision == "bf16"
+    if bf16 and args.device != "cpu":
+        print("bench_vs_torch: --precision bf16 is a CPU comparison (--device cpu)", file=sys.stderr)
+        return 2
 
     import torch
 
@@ -229,7 +247,10 @@ def main(argv=None):
                    "--warmup", str(args.warmup), "--threads", str(args.threads), "--json"]
             if mode == "train":
                 cmd += ["--train", "--lr", str(args.lr)]
+            if bf16:
+                cmd += ["--precision", "bf16"]
             onyx, tor, onyx_first, torch_first = [], [], [], []
+            onyx_precision = "float32"
             for _ in range(args.rounds):
                 p = subprocess.run(cmd, capture_output=True, text=True)
                 if p.returncode != 0:
@@ -238,7 +259,8 @@ def main(argv=None):
                 r = json.loads(p.stdout.strip().splitlines()[-1])
                 onyx += r["samples_ms"]
                 onyx_first.append(r["first_run_ms"])
-                first, samples = time_torch(module, mode, x, dev, args.warmup, args.iters, args.lr)
+                onyx_precision = r.get("precision", "float32")
+                first, samples = time_torch(module, mode, x, dev, args.warmup, args.iters, args.lr, bf16)
                 tor += samples
                 torch_first.append(first)
             row = {"name": name, "mode": mode, "shape": "x".join(map(str, shape)),
@@ -246,6 +268,10 @@ def main(argv=None):
                    "torch_median": float(np.median(tor)), "torch_p90": quantile(tor, 0.9),
                    "onyx_first": float(np.median(onyx_first)), "torch_first": float(np.median(torch_first))}
             row["ratio"] = row["onyx_median"] / row["torch_median"]
+            if bf16 and onyx_precision != "bf16":
+                print(f"bench_vs_torch: {name}: onnx-bench computed in {onyx_precision} (no bfloat16 on this CPU)",
+                      file=sys.stderr)
+                return 1
             rows.append(row)
             print(f"{name} ({mode}): onyx {row['onyx_median']:.3f} ms, torch {row['torch_median']:.3f} ms, "
                   f"ratio {row['ratio']:.2f}", file=sys.stderr)
@@ -273,7 +299,10 @@ def main(argv=None):
             where += "; float32 FMA peak (`fma-peak`, " + isa + "): " + ", ".join(
                 f"{t} thread{'s' if t > 1 else ''} {g:.1f} GFLOP/s" for t, g in sorted(peak.items()))
     cmdline = "python3 " + shlex.join([os.path.relpath(os.path.abspath(__file__), REPO)] + (argv or sys.argv[1:]))
-    L = [f"## Onyx and PyTorch on {args.device} ({args.size} workloads)\n",
+    title = f"## Onyx and PyTorch on {args.device} ({args.size} workloads)"
+    if bf16:
+        title = f"## Onyx and PyTorch on {args.device}, bfloat16 compute ({args.size} workloads)"
+    L = [title + "\n",
          "Generated by `tools/bench_vs_torch.py`; every number in this section was measured by that script in "
          "one run. Re-run it to refresh the section.\n",
          "### Set-up\n",
@@ -281,8 +310,12 @@ def main(argv=None):
          f"- Date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
          f"- Device: {where}",
          f"- Onyx: commit {git('rev-parse', '--short', 'HEAD')}, `onnx-bench` from `{os.path.relpath(args.bin, REPO)}`",
-         f"- PyTorch {torch.__version__} (eager, float32, TF32 off for matmul and cuDNN as in Onyx, cuDNN "
-         f"{torch.backends.cudnn.version() if dev.type == 'cuda' else 'n/a'}); Python {platform.python_version()}",
+         (f"- PyTorch {torch.__version__} (eager, torch.autocast('cpu', dtype=torch.bfloat16) around the forward, "
+          "the loss in float32) against Onyx's `--precision bf16` (matmul, Gemm and convolutions, forward and "
+          f"backward, on bfloat16-rounded operands; values in float32); Python {platform.python_version()}"
+          if bf16 else
+          f"- PyTorch {torch.__version__} (eager, float32, TF32 off for matmul and cuDNN as in Onyx, cuDNN "
+          f"{torch.backends.cudnn.version() if dev.type == 'cuda' else 'n/a'}); Python {platform.python_version()}"),
          f"- Per workload: {args.rounds} alternating rounds (an Onyx process, then PyTorch), each {args.warmup} "
          f"warm-up + {args.iters} timed iterations; median and p90 over all timed iterations. Both time the input "
          "upload and the output (or loss) read-back.",
@@ -300,7 +333,7 @@ def main(argv=None):
     text = "\n".join(L) + "\n"
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from perfdoc import emit
-    emit(args.out, f"bench_vs_torch_{args.device}", text)
+    emit(args.out, f"bench_vs_torch_{args.device}" + ("_bf16" if bf16 else ""), text)
     return 0
 
 

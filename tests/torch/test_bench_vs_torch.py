@@ -43,3 +43,38 @@ def test_smoke_run_writes_its_section_only(tmp_path):
     # A second run replaces the section instead of adding one.
     assert bench_vs_torch.main(args) == 0
     assert page.read_text().count("<!-- begin bench_vs_torch_cpu -->") == 1
+
+
+def test_bf16_writes_its_own_section(tmp_path):
+    """--precision bf16: Onyx's bfloat16 compute against PyTorch's bfloat16
+    autocast, in a section of its own beside the float32 one. Where the CPU
+    has no bfloat16 instructions the script refuses to report a float32 run
+    as bfloat16 (exit 1)."""
+    import json
+    import subprocess
+
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(REPO, "build", "tools"))
+    page = tmp_path / "performance.md"
+    float32 = "<!-- begin bench_vs_torch_cpu -->\n## the float32 section\n<!-- end bench_vs_torch_cpu -->\n"
+    page.write_text("# Performance\n\n" + float32)
+    args = ["--bin", bin_dir, "--device", "cpu", "--size", "smoke", "--rounds", "1", "--iters", "1", "--warmup", "0",
+            "--threads", "1", "--only", "mlp", "--precision", "bf16", "--out", str(page)]
+    # What this CPU computes in when asked for bf16 (onnx-bench's JSON says).
+    import numpy as np
+    np.save(tmp_path / "x.npy", np.ones((1, 4), np.float32))
+    probe = subprocess.run([os.path.join(bin_dir, "onnx-bench"), os.path.join(REPO, "models", "onnx", "tiny_mlp",
+                                                                             "model.onnx"),
+                            "--input", f"x={tmp_path / 'x.npy'}", "--iters", "1", "--warmup", "0", "--precision",
+                            "bf16", "--json"], capture_output=True, text=True, check=True)
+    has_bf16 = json.loads(probe.stdout.strip().splitlines()[-1])["precision"] == "bf16"
+    rc = bench_vs_torch.main(args)
+    if not has_bf16:
+        assert rc == 1
+        assert page.read_text() == "# Performance\n\n" + float32
+        return
+    assert rc == 0
+    text = page.read_text()
+    assert float32 in text
+    section = text.split("<!-- begin bench_vs_torch_cpu_bf16 -->", 1)[1].split("<!-- end bench_vs_torch_cpu_bf16 -->")[0]
+    assert "bfloat16 compute" in section and "torch.autocast" in section
+    assert re.search(r"\| mlp \| train \|", section)
