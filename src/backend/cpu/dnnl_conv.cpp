@@ -881,10 +881,11 @@ bool dnnlHasBf16() {
 
 namespace {
 
-// A bfloat16 matmul of float32 buffers: A and B are rounded to bfloat16 by
-// the reorders in, C is written in float32 in place.
+// A matmul of float32 buffers; in bfloat16 A and B are rounded by the
+// reorders in (none in float32), C is written in float32 in place.
 struct MatmulPrim {
   bool ok = false;
+  bool bf16 = false;
   dnnl::matmul prim;
   memory::desc userA, userB, mineA, mineB, c;
   dnnl::reorder moveA, moveB;
@@ -901,18 +902,19 @@ memory::desc matrixMd(int64_t batch, int64_t rows, int64_t cols, bool trans, int
   return memory::desc({b, rows, cols}, t, trans ? Dims{st, 1, ld} : Dims{st, ld, 1});
 }
 
-MatmulPrim makeMatmulPrim(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
-                          int64_t lda, int64_t aStride, int64_t ldb, int64_t bStride, float beta, int64_t ldc,
-                          int64_t cStride) {
+MatmulPrim makeMatmulPrim(bool bf16, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K,
+                          float alpha, int64_t lda, int64_t aStride, int64_t ldb, int64_t bStride, float beta,
+                          int64_t ldc, int64_t cStride) {
   MatmulPrim p;
+  p.bf16 = bf16;
   const dnnl::engine& eng = cpuEngine();
   p.userA = matrixMd(batch, M, K, transA, lda, aStride, kF32);
   p.userB = matrixMd(batch, K, N, transB, ldb, bStride, kF32);
   p.c = matrixMd(batch, M, N, false, ldc, cStride, kF32);
   // The bfloat16 copies keep the operands' orientation: a reorder that also
   // transposes ran 3x slower than the plain conversion (2048 x 2048).
-  p.mineA = memory::desc({aStride == 0 ? 1 : batch, M, K}, kBF16, transA ? Tag::acb : Tag::abc);
-  p.mineB = memory::desc({bStride == 0 ? 1 : batch, K, N}, kBF16, transB ? Tag::acb : Tag::abc);
+  p.mineA = bf16 ? memory::desc({aStride == 0 ? 1 : batch, M, K}, kBF16, transA ? Tag::acb : Tag::abc) : p.userA;
+  p.mineB = bf16 ? memory::desc({bStride == 0 ? 1 : batch, K, N}, kBF16, transB ? Tag::acb : Tag::abc) : p.userB;
   dnnl::primitive_attr attr = userScratchpad();
   if(alpha != 1.f) attr.set_output_scales(0, {alpha});
   if(beta != 0.f) {
@@ -923,13 +925,14 @@ MatmulPrim makeMatmulPrim(bool transA, bool transB, int64_t batch, int64_t M, in
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.mineA, p.mineB, p.c), attr, eng);
   if(std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return p;
   p.scratch = pd.scratchpad_desc().get_size();
+  p.prim = dnnl::matmul(pd);
+  p.ok = true;
+  if(!bf16) return p;
   dnnl::reorder::primitive_desc ra(eng, p.userA, eng, p.mineA, userScratchpad());
   dnnl::reorder::primitive_desc rb(eng, p.userB, eng, p.mineB, userScratchpad());
   p.scratch = std::max({p.scratch, ra.scratchpad_desc().get_size(), rb.scratchpad_desc().get_size()});
   p.moveA = dnnl::reorder(ra);
   p.moveB = dnnl::reorder(rb);
-  p.prim = dnnl::matmul(pd);
-  p.ok = true;
   return p;
 }
 
@@ -940,23 +943,26 @@ PrimCacheOf<MatmulPrim>& matmulCache() {
 
 }  // namespace
 
-bool dnnlMatmulBf16(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
-                    const float* A, int64_t lda, int64_t aStride, const float* B, int64_t ldb, int64_t bStride,
-                    float beta, float* C, int64_t ldc, int64_t cStride) {
-  if(!dnnlHasBf16() || batch <= 0 || M <= 0 || N <= 0 || K <= 0) return false;
+namespace {
+
+bool runMatmul(bool bf16, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* A, int64_t lda, int64_t aStride, const float* B, int64_t ldb, int64_t bStride, float beta,
+               float* C, int64_t ldc, int64_t cStride) {
+  if(!dnnlEnabled() || (bf16 && !dnnlHasBf16()) || batch <= 0 || M <= 0 || N <= 0 || K <= 0) return false;
 #ifdef _OPENMP
-  // Inside a parallel region the float32 path is the one that stays on the
+  // Inside a parallel region the sgemm path is the one that stays on the
   // calling thread.
   if(omp_in_parallel()) return false;
 #endif
   // oneDNN's kernels index with int.
   const int64_t lim = int64_t(1) << 31;
   if(batch * M * K >= lim || batch * K * N >= lim || batch * M * N >= lim) return false;
-  const std::vector<int64_t> key{transA, transB, batch, M, N, K, floatBits(alpha), lda, aStride, ldb, bStride,
-                                 floatBits(beta), ldc, cStride, ompThreads()};
+  const std::vector<int64_t> key{bf16,    transA,  batch, M,   N,       K,     floatBits(alpha), lda,
+                                 aStride, transB,  ldb,   bStride, floatBits(beta), ldc, cStride, ompThreads()};
   std::shared_ptr<const MatmulPrim> pp = matmulCache().get(key, [&] {
     try {
-      return makeMatmulPrim(transA, transB, batch, M, N, K, alpha, lda, aStride, ldb, bStride, beta, ldc, cStride);
+      return makeMatmulPrim(bf16, transA, transB, batch, M, N, K, alpha, lda, aStride, ldb, bStride, beta, ldc,
+                            cStride);
     } catch(const dnnl::error&) {
       return MatmulPrim{};  // cached too: no retry on every call
     }
@@ -965,19 +971,37 @@ bool dnnlMatmulBf16(bool transA, bool transB, int64_t batch, int64_t M, int64_t 
   if(!p.ok) return false;
   const dnnl::engine& eng = cpuEngine();
   dnnl::stream& strm = threadStream();
-  // Arena: the scratchpad, then the bfloat16 A and B.
+  memory ua(p.userA, eng, const_cast<float*>(A)), ub(p.userB, eng, const_cast<float*>(B)), c(p.c, eng, C);
+  // Arena: the scratchpad, then (bfloat16) the rounded A and B.
   const size_t offA = ThreadArena::roundUp(std::max<size_t>(p.scratch, 1));
-  const size_t offB = offA + ThreadArena::roundUp(p.mineA.get_size());
-  char* arena = threadArena().reserve(offB + p.mineB.get_size());
+  const size_t offB = offA + (p.bf16 ? ThreadArena::roundUp(p.mineA.get_size()) : 0);
+  char* arena = threadArena().reserve(offB + (p.bf16 ? p.mineB.get_size() : 0));
   memory scratch(memory::desc({int64_t(std::max<size_t>(p.scratch, 1))}, memory::data_type::u8, Tag::a), eng,
                  arena);
-  memory ua(p.userA, eng, const_cast<float*>(A)), ub(p.userB, eng, const_cast<float*>(B)), c(p.c, eng, C);
-  memory ma(p.mineA, eng, arena + offA), mb(p.mineB, eng, arena + offB);
-  p.moveA.execute(strm, {{DNNL_ARG_FROM, ua}, {DNNL_ARG_TO, ma}, {DNNL_ARG_SCRATCHPAD, scratch}});
-  p.moveB.execute(strm, {{DNNL_ARG_FROM, ub}, {DNNL_ARG_TO, mb}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  memory ma = ua, mb = ub;
+  if(p.bf16) {
+    ma = memory(p.mineA, eng, arena + offA);
+    mb = memory(p.mineB, eng, arena + offB);
+    p.moveA.execute(strm, {{DNNL_ARG_FROM, ua}, {DNNL_ARG_TO, ma}, {DNNL_ARG_SCRATCHPAD, scratch}});
+    p.moveB.execute(strm, {{DNNL_ARG_FROM, ub}, {DNNL_ARG_TO, mb}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  }
   p.prim.execute(strm, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, c}, {DNNL_ARG_SCRATCHPAD, scratch}});
   strm.wait();
   return true;
+}
+
+}  // namespace
+
+bool dnnlMatmulBf16(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float* A, int64_t lda, int64_t aStride, const float* B, int64_t ldb, int64_t bStride,
+                    float beta, float* C, int64_t ldc, int64_t cStride) {
+  return runMatmul(true, transA, transB, batch, M, N, K, alpha, A, lda, aStride, B, ldb, bStride, beta, C, ldc,
+                   cStride);
+}
+
+bool dnnlMatmulF32(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  return runMatmul(false, transA, transB, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0);
 }
 
 namespace {

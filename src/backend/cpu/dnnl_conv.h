@@ -117,6 +117,10 @@ bool dnnlHasBf16();
 bool dnnlMatmulBf16(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                     const float* A, int64_t lda, int64_t aStride, const float* B, int64_t ldb, int64_t bStride,
                     float beta, float* C, int64_t ldc, int64_t cStride);
+// The same product in float32 through oneDNN's matmul primitive (cached per
+// shape); host::gemm takes it where it beats oneDNN's sgemm (see there).
+bool dnnlMatmulF32(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // ---- int8 convolution (qlinear_conv)
 //
