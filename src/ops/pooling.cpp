@@ -215,22 +215,28 @@ void tapRange(const Geom& g, int a, std::vector<int64_t>& lo, std::vector<int64_
   }
 }
 
-// max_pool_indices of a float32 image batch (2-D windows): the same first
-// maximum of each window as maxPoolKernel, its taps visited in the same
-// order, but one output row at a time and tap by tap, each tap a loop over
-// the row's outputs with selects instead of branches (ResNet-18's 3x3/2 pool
-// over 32x64x112x112, the first step of its max_pool gradient: 241 -> 57 ms
-// on 2 threads; the per-window loop was bound by its loop-carried state).
-bool maxPoolIndices2d(const TensorBase& xt, TensorBase& it, const PoolGeom& p, int storageOrder) {
+// Whether firstMaxRows2d takes the problem: float32, 2-D windows.
+bool firstMaxRows2dFits(const TensorBase& xt, const PoolGeom& p) {
   const Geom& g = p.g;
-  if(xt.type() != Type::float32 || g.pos[0] != 1 || g.img[0] != 1 || g.k[0] != 1 ||
-     g.imgSize >= (int64_t(1) << 31))
-    return false;
+  return xt.type() == Type::float32 && g.pos[0] == 1 && g.img[0] == 1 && g.k[0] == 1 &&
+         g.imgSize < (int64_t(1) << 31);
+}
+
+// The first maximum of each window of a float32 image batch (2-D windows),
+// as maxPoolKernel chooses it, its taps visited in the same order, but one
+// output row at a time and tap by tap, each tap a loop over the row's
+// outputs with selects instead of branches (ResNet-18's 3x3/2 pool over
+// 32x64x112x112, the first step of its max_pool gradient: 241 -> 57 ms on 2
+// threads; the per-window loop was bound by its loop-carried state).
+// Planes in parallel: onPlane(pl) starts plane pl, then onRow(pl, o1, at)
+// gets output row o1's maxima as plane-local flat indices (-1: an empty
+// window), on the thread that owns the plane.
+template <class OnPlane, class OnRow>
+void firstMaxRows2d(const float* x, const PoolGeom& p, OnPlane&& onPlane, OnRow&& onRow) {
+  const Geom& g = p.g;
   std::vector<int64_t> lo1, hi1, lo2, hi2;
   tapRange(g, 1, lo1, hi1);
   tapRanges(g, lo2, hi2);
-  const float* x = xt.data<float>();
-  int64_t* ind = it.data<int64_t>();
   const int64_t W = g.img[2], P2 = g.pos[2];
   host::parallelFor(p.planes, p.planes * g.posSize * g.kSize, [&](int64_t b, int64_t e) {
     std::vector<float> best(static_cast<size_t>(P2));
@@ -239,7 +245,7 @@ bool maxPoolIndices2d(const TensorBase& xt, TensorBase& it, const PoolGeom& p, i
     int32_t* ap = at.data();
     for(int64_t pl = b; pl < e; ++pl) {
       const float* xp = x + pl * g.imgSize;
-      int64_t* out = ind + pl * g.posSize;
+      onPlane(pl);
       for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
         std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
         std::fill(at.begin(), at.end(), -1);
@@ -259,15 +265,68 @@ bool maxPoolIndices2d(const TensorBase& xt, TensorBase& it, const PoolGeom& p, i
             }
           }
         }
-        int64_t* o = out + o1 * P2;
+        onRow(pl, o1, static_cast<const int32_t*>(ap));
+      }
+    }
+  });
+}
+
+// max_pool_indices through firstMaxRows2d.
+bool maxPoolIndices2d(const TensorBase& xt, TensorBase& it, const PoolGeom& p, int storageOrder) {
+  if(!firstMaxRows2dFits(xt, p)) return false;
+  const Geom& g = p.g;
+  int64_t* ind = it.data<int64_t>();
+  const int64_t W = g.img[2], P2 = g.pos[2];
+  firstMaxRows2d(
+      xt.data<float>(), p, [](int64_t) {},
+      [&](int64_t pl, int64_t o1, const int32_t* ap) {
+        int64_t* o = ind + pl * g.posSize + o1 * P2;
         for(int64_t o2 = 0; o2 < P2; ++o2) {
           const int64_t local = ap[o2];
           o[o2] = local < 0 ? -1 : pl * g.imgSize + (storageOrder == 0 ? local : local / W + (local % W) * g.img[1]);
         }
-      }
+      });
+  return true;
+}
+
+// max_pool's gradient: each dy added at its window's first maximum (the
+// windows of one plane write only that plane, so planes go in parallel).
+template <class T>
+void maxPoolGradKernel(KernelCtx& c) {
+  const TensorBase& dyt = *c.in[0];
+  const TensorBase& xt = *c.in[1];
+  const PoolGeom p = poolGeom(c.attrs, xt.shape(), dyt.shape());
+  const Geom& g = p.g;
+  const T* dy = dyt.data<T>();
+  T* dx = c.out.data<T>();
+  if constexpr(std::is_same<T, float>::value) {
+    if(firstMaxRows2dFits(xt, p)) {
+      // One pass over x and dy, dx written as it goes (ResNet-18's 3x3/2
+      // pool, batch 32: 95 ms as max_pool_indices + scatter_add).
+      const int64_t P2 = g.pos[2];
+      firstMaxRows2d(
+          xt.data<float>(), p, [&](int64_t pl) { std::fill(dx + pl * g.imgSize, dx + (pl + 1) * g.imgSize, 0.f); },
+          [&](int64_t pl, int64_t o1, const int32_t* ap) {
+            float* xp = dx + pl * g.imgSize;
+            const float* d = dy + pl * g.posSize + o1 * P2;
+            for(int64_t o2 = 0; o2 < P2; ++o2)
+              if(ap[o2] >= 0) xp[ap[o2]] += d[o2];
+          });
+      return;
+    }
+  }
+  // Elsewhere: the windows' maxima as max_pool_indices finds them, then dy
+  // added there plane by plane.
+  Tensor idxT = c.scratch(dyt.shape(), Type::int64);
+  maxPoolKernel<T>(xt, nullptr, idxT.get(), p, 0);
+  const int64_t* idx = idxT->data<int64_t>();
+  host::parallelFor(p.planes, p.planes * (g.imgSize + g.posSize), [&](int64_t b, int64_t e) {
+    for(int64_t pl = b; pl < e; ++pl) {
+      std::fill(dx + pl * g.imgSize, dx + (pl + 1) * g.imgSize, T());
+      for(int64_t o = pl * g.posSize; o < (pl + 1) * g.posSize; ++o)
+        if(idx[o] >= 0) host::store(dx, idx[o], host::load(dx, idx[o]) + host::load(dy, o));
     }
   });
-  return true;
 }
 
 // 2-D max pooling of float32 with an undilated window, one output row at a
@@ -530,6 +589,7 @@ void exportPool(OnnxExportCtx& c, bool avg, bool indices) {
 }  // namespace
 
 ONYX_OP(kMaxPoolIndices, "max_pool_indices");
+ONYX_OP(kMaxPoolGrad, "max_pool_grad");
 ONYX_OP(kAvgPoolGrad, "average_pool_grad");
 
 ONYX_OP(kMaxPool, "max_pool")
@@ -557,13 +617,10 @@ ONYX_OP(kMaxPool, "max_pool")
           maxPoolKernel<T>(*c.in[0], &c.out, nullptr, p, 0);
       });
     })
-    // dx = dy scattered to each window's first maximum.
+    // dx = dy added at each window's first maximum, in one op.
     .backward([](GradCtx& g) {
-      Expr x = g.x(0);
-      AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"});
-      Expr idx = g.graph.make(kMaxPoolIndices, {x}, l);
-      Expr flat = scatter_add(reshape(g.dy, std::vector<int64_t>{-1}), 0, reshape(idx, std::vector<int64_t>{-1}), x->shape().elements());
-      g.add(0, reshape(flat, x->shape()));
+      g.add(0, g.graph.make(kMaxPoolGrad, {g.dy, g.x(0)},
+                            pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"})));
     })
     // One rule for every opset: attributes absent in older opsets take their
     // defaults; int8/uint8 (opset 12) go through the integer kernel.
@@ -616,6 +673,42 @@ Expr max_pool_indices(Expr x, const std::vector<int64_t>& kernel, const PoolOpti
   AttrList l = poolAttrs(kernel, o);
   l.emplace_back("storage_order", attr(storageOrder));
   return x->graph()->make(kMaxPoolIndices, {x}, l);
+}
+
+[[maybe_unused]] static OpDef& kMaxPoolGradDef = kMaxPoolGrad
+    .doc("dx = max_pool's gradient: each dy[n, c, o..] added at the first maximum of its window of x (dx shaped "
+         "like x)")
+    .inputs(2)
+    .attr("kernel_shape", IntList{})
+    .attr("strides", IntList{})
+    .attr("pads", IntList{})
+    .attr("dilations", IntList{})
+    .attr("ceil_mode", int64_t(0))
+    .infer([](InferCtx& c) {
+      requireNumeric(c);
+      c.check(c.typeOf(0) == c.typeOf(1), "dy has type ", c.typeOf(0), " but x has ", c.typeOf(1));
+      Shape pooled = pooledShape(c, c.shapeOf(1));
+      c.check(pooled == c.shapeOf(0), "dy of shape ", c.shapeOf(0), " is not the pooled shape ", pooled, " of x ",
+              c.shapeOf(1));
+      c.shape = c.shapeOf(1);
+      c.type = c.typeOf(1);
+    })
+    .cpu([](KernelCtx& c) {
+      dispatchNumeric(c.out.type(), "max_pool_grad", [&](auto tag) { maxPoolGradKernel<typename decltype(tag)::type>(c); });
+    })
+    // Linear in dy: its adjoint reads ddx at each window's first maximum.
+    // x only selects (its derivative is 0 wherever it exists).
+    .backward([](GradCtx& g) {
+      if(!g.needs(0)) return;
+      Expr idx = g.graph.make(kMaxPoolIndices, {g.x(1)},
+                              pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"}));
+      Expr flat = gather(reshape(g.dy, std::vector<int64_t>{-1}), 0, reshape(idx, std::vector<int64_t>{-1}));
+      g.add(0, reshape(flat, g.x(0)->shape()));
+    })
+    .noOnnx("internal: gradient of max_pool");
+
+Expr max_pool_grad(Expr dy, Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
+  return dy->graph()->make(kMaxPoolGrad, {dy, x}, poolAttrs(kernel, o));
 }
 
 ONYX_OP(kAvgPool, "average_pool")

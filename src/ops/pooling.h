@@ -27,6 +27,9 @@ Expr max_pool_indices(Expr x, const std::vector<int64_t>& kernel, const PoolOpti
 // Mean over each window.
 Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o = {});
 // Adjoint of average_pool: dy spread back over the windows onto `inputShape`.
+// The gradient of max_pool(x): dy added at the first maximum of each window
+// of x (max_pool_indices's choice), shaped like x.
+Expr max_pool_grad(Expr dy, Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o = {});
 Expr average_pool_grad(Expr dy, const Shape& inputShape, const std::vector<int64_t>& kernel,
                        const PoolOptions& o = {});
 // (sum over each window of |x|^p)^(1/p), padding counting as 0 (ONNX LpPool).

@@ -110,6 +110,20 @@ void maxPoolIndicesCase(const char* name, V xs, PoolGeo p, int storage) {
   cases().push_back(c);
 }
 
+// max_pool's gradient: dy added at the reference's first maximum of each
+// window of x (x a constant: it only selects).
+void maxPoolGradCase(const char* name, V xs, PoolGeo p) {
+  V dys = cat({xs[0], xs[1]}, poolOut(V(xs.begin() + 2, xs.end()), p));
+  cases().push_back(OpCase{"max_pool_grad", name, {in(dys), constantInput(in(xs, -2, 2))},
+                           [p](Xs x) { return max_pool_grad(x[0], x[1], p.kernel, popts(p)); },
+                           [p](Rs r) {
+                             Ref at = refPool(r[1], p, PoolKind::Index);
+                             Ref dx = refLike(r[1]);
+                             for(int64_t o = 0; o < at.size(); ++o) dx[int64_t(at[o])] += r[0][o];
+                             return dx;
+                           }});
+}
+
 void avgPoolCase(const char* name, V xs, PoolGeo p) {
   cases().push_back(OpCase{"average_pool", name, {in(xs, -2, 2)},
                            [p](Xs x) { return average_pool(x[0], p.kernel, popts(p)); },
@@ -168,6 +182,14 @@ void avgPoolGradCase(const char* name, V xs, PoolGeo p) {
     c.gradcheck = false;
     cases().push_back(c);
   }
+
+  // The float32 kernel's row-at-a-time path (2-D: overlapping 3x3/2
+  // windows with pads, wide rows, ceil_mode, dilation) and the generic one
+  // (1-D, 3-D).
+  maxPoolGradCase("2d_k3_s2_pad1", {2, 3, 9, 9}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}});
+  maxPoolGradCase("2d_wide_rows_ceil_dilation", {1, 2, 7, 37}, {{3, 2}, {2, 3}, {1, 0, 0, 1}, {1, 2}, true});
+  maxPoolGradCase("1d", {2, 2, 7}, {{3}, {2}, {0, 1}, {}});
+  maxPoolGradCase("3d", {1, 1, 3, 4, 4}, {{2, 2, 2}, {1, 2, 2}, {}, {}});
 
   avgPoolCase("2d_pads_exclude", {1, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}});
   avgPoolCase("2d_pads_include", {1, 2, 5, 5}, {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false, true});

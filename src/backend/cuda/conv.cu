@@ -202,6 +202,40 @@ struct AvgPoolGradBody {
   }
 };
 
+// max_pool's gradient: each dx element gathers the dy of the windows that
+// cover it and whose first maximum (MaxPoolBody's choice) it is, so no two
+// threads write one element.
+template <class T>
+struct MaxPoolGradBody {
+  host::ConvGeom g;
+  const T* dy;
+  const T* x;
+  T* dx;
+  __device__ void operator()(int64_t e) const {
+    const int64_t pl = e / g.imgSize, local = e % g.imgSize;
+    const T* xp = x + pl * g.imgSize;
+    const T* dyp = dy + pl * g.posSize;
+    using C = typename ComputeOf<T>::type;
+    C sum = 0;
+    forCoveringWindows(g, local, [&](int64_t, int64_t p, const int64_t* o) {
+      C best = ::cuda::std::numeric_limits<C>::lowest();
+      if constexpr(std::is_floating_point<C>::value) best = -::cuda::std::numeric_limits<C>::infinity();
+      int64_t bi = -1;
+      forWindowTaps(g, o, [&](int64_t idx, const int64_t*) {
+        const C v = loadDev(xp, idx);
+        bool greater = v > best;
+        if constexpr(std::is_floating_point<C>::value) greater = greater || (v != v && best == best);
+        if(bi < 0 || greater) {
+          best = v;
+          bi = idx;
+        }
+      });
+      if(bi == local) sum += loadDev(dyp, p);
+    });
+    storeDev(dx, e, sum);
+  }
+};
+
 // fn(TypeTag<T>) for the element types the GPU kernels take.
 template <class Fn>
 void dispatchGpu(Type t, const char* what, Fn&& fn) {
@@ -249,6 +283,15 @@ void avgPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const h
     using T = typename decltype(tag)::type;
     forEachOn(dev, AvgPoolBody<T>{g, static_cast<const T*>(x), static_cast<T*>(y), includePad}, planes * g.posSize,
               "average_pool");
+  });
+}
+
+void maxPoolGrad(size_t dev, Type t, const void* dy, const void* x, void* dx, int64_t planes,
+                 const host::ConvGeom& g) {
+  dispatchGpu(t, "max_pool_grad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forEachOn(dev, MaxPoolGradBody<T>{g, static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<T*>(dx)},
+              planes * g.imgSize, "max_pool_grad");
   });
 }
 

@@ -164,6 +164,10 @@ void maxPool(size_t dev, Type t, const void* x, void* y, int64_t* ind, int64_t p
 void avgPool(size_t dev, Type t, const void* x, void* y, int64_t planes, const host::ConvGeom& g, bool includePad);
 void avgPoolGrad(size_t dev, Type t, const void* dy, void* dx, int64_t planes, const host::ConvGeom& g,
                  bool includePad);
+// max_pool's gradient: dx (shaped like x) gathers the dy of each window
+// whose first maximum it is.
+void maxPoolGrad(size_t dev, Type t, const void* dy, const void* x, void* dx, int64_t planes,
+                 const host::ConvGeom& g);
 
 // y = softmax(x) (or log-softmax) along `axis` (normalised), as the CPU's
 // kernel (ops/nn.cpp) computes it: the max subtracted, the sum in double.

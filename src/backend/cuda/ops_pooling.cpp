@@ -24,6 +24,12 @@ ONYX_GPU_KERNEL("max_pool_indices", [](KernelCtx& c) {
           int(c.attrs.i("storage_order")));
 });
 
+// dx = dy added at each window's first maximum
+ONYX_GPU_KERNEL("max_pool_grad", [](KernelCtx& c) {
+  const host::PoolGeom p = ops::poolGeom(c.attrs, c.in[1]->shape(), c.in[0]->shape());
+  maxPoolGrad(c.out.getDeviceId().no, c.out.type(), c.in[0]->raw(), c.in[1]->raw(), c.out.raw(), p.planes, p.g);
+});
+
 // y[n, c, o..] = mean over the window of x
 ONYX_GPU_KERNEL("average_pool", [](KernelCtx& c) {
   const host::PoolGeom p = ops::poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
