@@ -504,24 +504,32 @@ void transposeTileAvx2(const float* from, float* to, int64_t rows, int64_t cols,
 }
 #endif
 
-void channelsTranspose(const float* from, float* to, int64_t N, int64_t rows, int64_t cols) {
+// tile(n, r0, r1, c0, c1) over the 32 x 32 tiles of N [rows, cols]
+// matrices, images and tile rows in parallel (tile columns in order).
+template <class Tile>
+void overTiles(int64_t N, int64_t rows, int64_t cols, Tile&& tile) {
   constexpr int64_t T = 32;
   const int64_t rowTiles = (rows + T - 1) / T, colTiles = (cols + T - 1) / T;
   const int64_t tiles = N * rowTiles;
   const bool big = N * rows * cols >= (int64_t(1) << 15);
-  const bool avx2 = vec::bestIsa() != vec::Isa::scalar;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if(big && !omp_in_parallel())
 #endif
   for(int64_t t = 0; t < tiles; ++t) {
     const int64_t n = t / rowTiles, r0 = (t % rowTiles) * T, r1 = std::min(rows, r0 + T);
-    const float* f = from + n * rows * cols;
-    float* o = to + n * rows * cols;
-    for(int64_t ct = 0; ct < colTiles; ++ct)
-      if(avx2) transposeTileAvx2(f, o, rows, cols, r0, r1, ct * T, std::min(cols, ct * T + T));
-      else transposeTileBase(f, o, rows, cols, r0, r1, ct * T, std::min(cols, ct * T + T));
+    for(int64_t ct = 0; ct < colTiles; ++ct) tile(n, r0, r1, ct * T, std::min(cols, ct * T + T));
   }
   (void)big;
+}
+
+void channelsTranspose(const float* from, float* to, int64_t N, int64_t rows, int64_t cols) {
+  const bool avx2 = vec::bestIsa() != vec::Isa::scalar;
+  overTiles(N, rows, cols, [&](int64_t n, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const float* f = from + n * rows * cols;
+    float* o = to + n * rows * cols;
+    if(avx2) transposeTileAvx2(f, o, rows, cols, r0, r1, c0, c1);
+    else transposeTileBase(f, o, rows, cols, r0, r1, c0, c1);
+  });
 }
 
 // float32 to bfloat16, rounded to nearest even (NaN stays a quiet NaN).
@@ -540,36 +548,23 @@ inline uint16_t toBf16(float f) {
 // 32, 2 threads).
 void channelsTransposeBf16(const float* from, uint16_t* to, int64_t N, int64_t rows, int64_t cols) {
   constexpr int64_t T = 32;
-  const int64_t rowTiles = (rows + T - 1) / T, colTiles = (cols + T - 1) / T;
-  const int64_t tiles = N * rowTiles;
-  const bool big = N * rows * cols >= (int64_t(1) << 15);
   const bool avx2 = vec::bestIsa() != vec::Isa::scalar;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if(big && !omp_in_parallel())
-#endif
-  for(int64_t t = 0; t < tiles; ++t) {
+  overTiles(N, rows, cols, [&](int64_t n, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     alignas(64) float buf[T * T];
-    const int64_t n = t / rowTiles, r0 = (t % rowTiles) * T, r1 = std::min(rows, r0 + T);
-    const float* f = from + n * rows * cols;
+    // buf[(c - c0) * T + (r - r0)] = the tile at from + r0 * cols + c0
+    // (transposeTile's `rows` is the destination's row stride, `cols` the
+    // source's).
+    const float* src = from + n * rows * cols + r0 * cols + c0;
+    if(avx2) transposeTileAvx2(src, buf, T, cols, 0, r1 - r0, 0, c1 - c0);
+    else transposeTileBase(src, buf, T, cols, 0, r1 - r0, 0, c1 - c0);
     uint16_t* o = to + n * rows * cols;
-    for(int64_t ct = 0; ct < colTiles; ++ct) {
-      const int64_t c0 = ct * T, c1 = std::min(cols, c0 + T);
-      // buf[(c - c0) * T + (r - r0)] = f[r * cols + c]: the tile seen as a
-      // [r1 - r0, c1 - c0] matrix at f + r0 * cols + c0.
-      const float* src = f + r0 * cols + c0;
-      // (transposeTile's `rows` is the destination's row stride, `cols` the
-      // source's.)
-      if(avx2) transposeTileAvx2(src, buf, T, cols, 0, r1 - r0, 0, c1 - c0);
-      else transposeTileBase(src, buf, T, cols, 0, r1 - r0, 0, c1 - c0);
-      for(int64_t c = c0; c < c1; ++c) {
-        uint16_t* dst = o + c * rows + r0;
-        const float* b = buf + (c - c0) * T;
+    for(int64_t c = c0; c < c1; ++c) {
+      uint16_t* dst = o + c * rows + r0;
+      const float* b = buf + (c - c0) * T;
 #pragma omp simd
-        for(int64_t r = 0; r < r1 - r0; ++r) dst[r] = toBf16(b[r]);
-      }
+      for(int64_t r = 0; r < r1 - r0; ++r) dst[r] = toBf16(b[r]);
     }
-  }
-  (void)big;
+  });
 }
 
 // The copy move[r] makes, by channelsTranspose where it is one (from:
