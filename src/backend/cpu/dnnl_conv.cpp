@@ -175,7 +175,6 @@ memory::desc weightsMd(const ConvDims& cd, const Lists& l, bool transposed, memo
   return memory::desc(dims, t, strides);
 }
 
-
 // ----------------------------------------------------------- the primitive
 
 // What a primitive takes and the reorders around it. Operands whose layout
@@ -935,10 +934,6 @@ PrimCacheOf<MatmulPrim>& matmulCache() {
   static PrimCacheOf<MatmulPrim> c;
   return c;
 }
-
-}  // namespace
-
-namespace {
 
 bool runMatmul(bool bf16, bool transA, bool transB, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                const float* A, int64_t lda, int64_t aStride, const float* B, int64_t ldb, int64_t bStride, float beta,

@@ -170,8 +170,6 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
   }
 }
 
-}  // namespace
-
 // Offsets i * stride for every i (stride >= 0), the form a bfloat16
 // batched matmul takes in one call.
 bool uniformOffsets(const int64_t* offs, int64_t batch, int64_t& stride) {
@@ -182,12 +180,13 @@ bool uniformOffsets(const int64_t* offs, int64_t batch, int64_t& stride) {
   return true;
 }
 
+}  // namespace
+
 template <class T>
 void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, double beta, T* C, int64_t ldc, bool bf16) {
   if constexpr(std::is_same<T, float>::value) {
-    if(bf16 && M > 0 && N > 0 && K > 0 &&
-       dnnlMatmulBf16(transA, transB, 1, M, N, K, static_cast<float>(alpha), A, lda, 0, B, ldb, 0,
+    if(bf16 && dnnlMatmulBf16(transA, transB, 1, M, N, K, static_cast<float>(alpha), A, lda, 0, B, ldb, 0,
                       static_cast<float>(beta), C, ldc, 0))
       return;
   }
@@ -202,7 +201,7 @@ void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, 
   if(batch <= 0) return;
   if constexpr(std::is_same<T, float>::value) {
     int64_t sa = 0, sb = 0, sc = 0;
-    if(bf16 && M > 0 && N > 0 && K > 0 && uniformOffsets(aOffsets, batch, sa) && uniformOffsets(bOffsets, batch, sb) &&
+    if(bf16 && uniformOffsets(aOffsets, batch, sa) && uniformOffsets(bOffsets, batch, sb) &&
        uniformOffsets(cOffsets, batch, sc) && (sc > 0 || batch == 1) &&
        dnnlMatmulBf16(transA, transB, batch, M, N, K, static_cast<float>(alpha), A + aOffsets[0], lda, sa,
                       B + bOffsets[0], ldb, sb, static_cast<float>(beta), C + cOffsets[0], ldc, sc))
