@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include <onyx/backend/cpu/combine.h>
+#include <onyx/core/allocation_limit.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -836,9 +837,13 @@ Expr one_hot(Expr indices, int64_t depth, Expr values, int axis) {
   std::vector<int64_t> us = indices->shape().vec(), is(static_cast<size_t>(r + 1), 1);
   us.insert(us.begin() + a, 1);
   is[static_cast<size_t>(a)] = depth;
+  const Shape positionsShape(is);  // checked: at most 2^56 elements
+  // depth comes from the model's data: the host iota is held to the run's
+  // memory limit like every tensor.
+  checkHostAllocation(static_cast<size_t>(depth) * sizeof(int64_t), "one_hot's positions (depth)");
   std::vector<int64_t> iota(static_cast<size_t>(depth));
   std::iota(iota.begin(), iota.end(), int64_t(0));
-  Expr positions = g.constant(Shape(is), inits::fromVector(iota), Type::int64);
+  Expr positions = g.constant(positionsShape, inits::fromVector(iota), Type::int64);
   Expr flat = reshape(values, std::vector<int64_t>{2});
   Expr off = reshape(slice(flat, 0, 0, 1), Shape());
   Expr on = reshape(slice(flat, 0, 1, 2), Shape());
