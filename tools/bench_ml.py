@@ -67,7 +67,7 @@ def main(argv=None):
         ref = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
         ours = onyx.InferenceSession(data, threads=args.threads)
         feed_name = ref.get_inputs()[0].name
-        for rows, reps in ((10000, 3), (1, 50)):
+        for rows, reps in ((10000, 3), (1, 400)):
             x = rng.normal(size=(rows, 50)).astype(np.float32)
             feeds = {feed_name: x}
             a, b = ours.run(None, feeds), ref.run(None, feeds)

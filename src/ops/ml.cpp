@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 #include <type_traits>
@@ -81,7 +82,9 @@ struct Flat {
   // The same nodes in 16 bytes, for float32 inputs when every threshold is
   // a float (comparing in float then gives the same branches): a branch's
   // false child is the next node (depth-first layout), `a` its feature and
-  // `b` its true child; a leaf's weights are [a, b).
+  // `b` its true child. A leaf with one weight whose value is a float holds
+  // it inline (threshold = the value, a = its output, b = -1: no second
+  // dependent load at the end of a walk); other leaves' weights are [a, b).
   struct NF {
     float threshold;
     int32_t a, b;
@@ -91,6 +94,7 @@ struct Flat {
   std::vector<NF> small;
   std::vector<int64_t> roots;
   std::vector<int32_t> depth;  // by tree: the most branch nodes on a walk from its root
+  int64_t steps = 0;           // the sum of depth: an upper bound of one row's steps through the ensemble
   // By tree: whether its leaves lie at about the same depth (the mean leaf
   // depth at least 80% of the deepest), so that walks in lockstep waste few
   // steps (random forests; LightGBM's leaf-wise trees are not).
@@ -164,9 +168,22 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
   for(size_t j = 0; j < f->nodes.size(); ++j)
     nextIsFalse &= f->nodes[j].mode == 6 || f->nodes[j].child[0] == static_cast<int32_t>(j + 1);
   if(floatExact && nextIsFalse)
-    for(const auto& d : f->nodes)
-      f->small.push_back({static_cast<float>(d.threshold), d.mode == 6 ? d.wBegin : d.feature,
-                          d.mode == 6 ? d.wEnd : d.child[1], d.mode, d.missingTrue});
+    for(const auto& d : f->nodes) {
+      if(d.mode != 6) {
+        f->small.push_back({static_cast<float>(d.threshold), d.feature, d.child[1], d.mode, d.missingTrue});
+        continue;
+      }
+      const bool inlined = d.wEnd - d.wBegin == 1 && [&] {
+        const auto& [k, v] = f->weights[static_cast<size_t>(d.wBegin)];
+        return k >= 0 && k <= std::numeric_limits<int32_t>::max() && static_cast<double>(static_cast<float>(v)) == v;
+      }();
+      if(inlined) {
+        const auto& [k, v] = f->weights[static_cast<size_t>(d.wBegin)];
+        f->small.push_back({static_cast<float>(v), static_cast<int32_t>(k), -1, d.mode, false});
+      } else {
+        f->small.push_back({0.0f, d.wBegin, d.wEnd, d.mode, false});
+      }
+    }
   for(int64_t r : a.ints("roots")) f->roots.push_back(newIndex[static_cast<size_t>(r)]);
   // From the leaves up (in the depth-first layout every child comes after
   // its parent): each node's height, its leaves and the sum of their depths
@@ -185,6 +202,7 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
   for(int64_t r : f->roots) {
     const size_t j = static_cast<size_t>(r);
     f->depth.push_back(height[j]);
+    f->steps += height[j];
     f->balanced.push_back(depthSum[j] >= 0.8 * leaves[j] * height[j]);
   }
   f->base = a.floats("base_values");
@@ -334,6 +352,12 @@ inline void addLeaf(const Flat& f, int64_t wBegin, int64_t wEnd, double* s, char
   }
 }
 
+// Adds a leaf of the 16-byte nodes to one row's scores (as addLeaf).
+inline void addLeaf(const Flat& f, const Flat::NF* n, double* s, char* has) {
+  if(n->b < 0) combine(f, s[n->a], has[n->a], static_cast<double>(n->threshold));
+  else addLeaf(f, n->a, n->b, s, has);
+}
+
 // The leaf one walk over the 16-byte nodes reaches from root.
 template <int Mode, bool Missing>
 inline const Flat::NF* walkOne(const Flat::NF* nodes, const float* row, int64_t root) {
@@ -369,7 +393,7 @@ inline void walkLanes(const Flat::NF* nodes, const float* const* rows, const int
 // Adds trees [t0, t1) of the ensemble, for rows [0, rows) of x (F features
 // each), into s / has (rows x outputs). Many rows: each tree takes the rows
 // in groups of kLanes (the tree stays in cache); few rows: each row takes
-// the trees in groups of kLanes.
+// the trees in groups of kLanes (in lockstep when all of them are balanced).
 template <int Mode, bool Missing, class T>
 void scoreTrees(const Flat& f, const T* x, int64_t rows, int64_t F, int64_t t0, int64_t t1, double* s, char* has) {
   const int64_t K = f.outputs;
@@ -387,7 +411,7 @@ void scoreTrees(const Flat& f, const T* x, int64_t rows, int64_t F, int64_t t0, 
             // would all walk as deep as the deepest leaf).
             for(int64_t i = 0; i < rows; ++i) {
               const Flat::NF* n = walkOne<Mode, Missing>(nodes, x + i * F, root);
-              addLeaf(f, n->a, n->b, s + i * K, has + i * K);
+              addLeaf(f, n, s + i * K, has + i * K);
             }
             continue;
           }
@@ -398,13 +422,22 @@ void scoreTrees(const Flat& f, const T* x, int64_t rows, int64_t F, int64_t t0, 
               roots[l] = root;
             }
             walkLanes<Mode, Missing>(nodes, rp, roots, f.depth[static_cast<size_t>(j)], leaf);
-            for(int l = 0; l < m; ++l) addLeaf(f, leaf[l]->a, leaf[l]->b, s + (i0 + l) * K, has + (i0 + l) * K);
+            for(int l = 0; l < m; ++l) addLeaf(f, leaf[l], s + (i0 + l) * K, has + (i0 + l) * K);
           }
         }
       } else {
         for(int64_t i = 0; i < rows; ++i)
           for(int64_t j0 = t0; j0 < t1; j0 += kLanes) {
             const int m = static_cast<int>(std::min<int64_t>(kLanes, t1 - j0));
+            bool even = true;
+            for(int l = 0; l < m; ++l) even &= f.balanced[static_cast<size_t>(j0 + l)] != 0;
+            if(!even) {  // walks of unequal lengths: one tree at a time (as for many rows)
+              for(int l = 0; l < m; ++l) {
+                const Flat::NF* n = walkOne<Mode, Missing>(nodes, x + i * F, f.roots[static_cast<size_t>(j0 + l)]);
+                addLeaf(f, n, s + i * K, has + i * K);
+              }
+              continue;
+            }
             int32_t steps = 0;
             for(int l = 0; l < kLanes; ++l) {  // lanes past the trees repeat the first (ignored)
               const size_t j = static_cast<size_t>(j0 + (l < m ? l : 0));
@@ -413,7 +446,7 @@ void scoreTrees(const Flat& f, const T* x, int64_t rows, int64_t F, int64_t t0, 
               steps = std::max(steps, f.depth[j]);
             }
             walkLanes<Mode, Missing>(nodes, rp, roots, steps, leaf);
-            for(int l = 0; l < m; ++l) addLeaf(f, leaf[l]->a, leaf[l]->b, s + i * K, has + i * K);
+            for(int l = 0; l < m; ++l) addLeaf(f, leaf[l], s + i * K, has + i * K);
           }
       }
       return;
@@ -449,7 +482,12 @@ template <int Mode, bool Missing, class T>
 void evaluateAs(const Flat& f, const T* x, int64_t N, int64_t F, T* y) {
   const int64_t K = f.outputs, width = f.classifier ? K + 1 : K;
   const int64_t trees = static_cast<int64_t>(f.roots.size());
-  const int64_t work = N * trees * 8;
+  // A step of a walk (a dependent load, a compare) costs about as much as
+  // kStepWork elements of an element-wise kernel, the unit of parallelFor's
+  // grain: one row through a few hundred trees is worth a second thread.
+  constexpr int64_t kStepWork = 16;
+  // (Each factor capped at the grain: only whether it is reached matters.)
+  const int64_t work = std::min(N, host::kParallelGrain) * std::min(f.steps * kStepWork, host::kParallelGrain);
   constexpr int64_t kBlock = 64;  // rows walked through one tree before the next (the tree stays in cache)
   if(N > kBlock) {
     // Blocks of rows in parallel, each through every tree in order.

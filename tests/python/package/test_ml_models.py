@@ -136,7 +136,9 @@ def test_tree_walks_of_every_batch_size(n):
     leaves lie at about one depth (a random forest) and one at a time where
     they do not (LightGBM's leaf-wise trees), with NaN routed by the missing
     flags: every batch size matches onnxruntime, and each row alone gives
-    its row of the batch."""
+    its row of the batch. The larger forest and LightGBM model give a
+    single row enough walks to split the trees between threads (chunks
+    combined in order)."""
     lightgbm = pytest.importorskip("lightgbm")  # installed by the test command: never skipped in CI
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
@@ -152,8 +154,13 @@ def test_tree_walks_of_every_batch_size(n):
         warnings.simplefilter("ignore")
         rf = RandomForestClassifier(37, max_depth=7, random_state=0).fit(x, y)
         lg = lightgbm.LGBMClassifier(n_estimators=13, num_leaves=15, verbose=-1).fit(xn, y)
+        rf_big = RandomForestClassifier(300, max_depth=7, random_state=1).fit(x, y)
+        lg_big = lightgbm.LGBMClassifier(n_estimators=150, num_leaves=15, verbose=-1).fit(xn, y)
     models = [(to_onnx(rf, x[:1], target_opset={"": 17, ML: 3}, options={id(rf): {"zipmap": False}}), x),
               (onnxmltools.convert_lightgbm(lg, initial_types=[("input", FloatTensorType([None, 8]))],
+                                            target_opset=15, zipmap=False), xn),
+              (to_onnx(rf_big, x[:1], target_opset={"": 17, ML: 3}, options={id(rf_big): {"zipmap": False}}), x),
+              (onnxmltools.convert_lightgbm(lg_big, initial_types=[("input", FloatTensorType([None, 8]))],
                                             target_opset=15, zipmap=False), xn)]
     for model, data in models:
         name = model.graph.input[0].name
