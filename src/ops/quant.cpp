@@ -22,6 +22,10 @@
 #ifndef ONYX_GPU_PLUGIN
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/backend/cpu/vecmath.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ONYX_QADD_FMA 1
+#endif
 #endif
 #include <onyx/ops/linalg.h>
 #include <onyx/ops/reduce.h>
@@ -611,8 +615,71 @@ void qaddSpanBase(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
   qaddSpanBody<Relu>(a, b, y, n, f);
 }
 
+#ifdef ONYX_QADD_FMA
+// Whether qaddSpanFma's quotient is exact for these parameters: x / y_scale
+// is computed as q0 = x * r with r = 1 / y_scale (correctly rounded), then
+// q0 + r * (x - q0 * y_scale) with two FMAs, which is the correctly rounded
+// quotient (Markstein's theorem) unless an intermediate overflows or
+// underflows; with every scale and 1 / y_scale in [2^-60, 2^60] none can
+// (|x| <= 2^9 * 2^61; a nonzero |x| >= 2^-24 * 2^-60).
+template <class Q>
+bool qaddDividesByFma(const QAddOf<Q>& f) {
+  auto sane = [](float v) { return v >= 0x1p-60f && v <= 0x1p60f; };
+  return sane(f.as) && sane(f.bs) && sane(f.ys) && sane(1.0f / f.ys);
+}
+
+// Keeps the compiler from fusing a product into a later sum (x = pa + pb
+// must round pa and pb first, as dequantize_linear does).
+__attribute__((target("avx2,fma"), always_inline)) inline void opaque(__m256& v) { __asm__("" : "+x"(v)); }
+
+// 8 int8/uint8 values as float lanes.
+template <class Q>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 widen8(const Q* p) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepi32_ps(std::is_signed<Q>::value ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v));
+}
+
+// QAddOf's steps 8 lanes at a time without the division (qaddDividesByFma);
+// the tail through qaddSpanBody, which gives the same bits.
 template <bool Relu, class Q>
-void qaddSpan(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+__attribute__((target("avx2,fma"))) void qaddSpanFma(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
+  const int32_t zp = int32_t(f.yz);
+  const __m256 as = _mm256_set1_ps(f.as), bs = _mm256_set1_ps(f.bs), az = _mm256_set1_ps(f.az),
+               bz = _mm256_set1_ps(f.bz), ys = _mm256_set1_ps(f.ys), r = _mm256_set1_ps(1.0f / f.ys),
+               lo = _mm256_set1_ps(float(std::numeric_limits<Q>::lowest() - zp)),
+               hi = _mm256_set1_ps(float(std::numeric_limits<Q>::max() - zp)), zero = _mm256_setzero_ps();
+  const __m256i vzp = _mm256_set1_epi32(zp);
+  int64_t i = 0;
+  for(; i + 8 <= n; i += 8) {
+    __m256 pa = _mm256_mul_ps(_mm256_sub_ps(widen8(a + i), az), as);
+    __m256 pb = _mm256_mul_ps(_mm256_sub_ps(widen8(b + i), bz), bs);
+    opaque(pa);
+    opaque(pb);
+    __m256 x = _mm256_add_ps(pa, pb);
+    if(Relu) x = _mm256_max_ps(x, zero);  // x > 0 ? x : +0
+    __m256 q = _mm256_mul_ps(x, r);
+    opaque(q);
+    q = _mm256_fmadd_ps(_mm256_fnmadd_ps(q, ys, x), r, q);
+    q = _mm256_min_ps(_mm256_max_ps(q, lo), hi);
+    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(q), vzp);
+    // In range already: the saturating packs only narrow.
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    const __m128i bytes = std::is_signed<Q>::value ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), bytes);
+  }
+  qaddSpanBody<Relu>(a + i, b + i, y + i, n - i, f);
+}
+
+#endif
+
+template <bool Relu, class Q>
+void qaddSpan(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f, bool fma) {
+#ifdef ONYX_QADD_FMA
+  if(fma) return qaddSpanFma<Relu>(a, b, y, n, f);
+#else
+  (void)fma;
+#endif
   if(host::vec::bestIsa() != host::vec::Isa::scalar) qaddSpanAvx2<Relu>(a, b, y, n, f);
   else qaddSpanBase<Relu>(a, b, y, n, f);
 }
@@ -652,9 +719,14 @@ ONYX_OP(kQLinearAdd, "qlinear_add")
             const Q *x = c.in[0]->data<Q>(), *z = c.in[1]->data<Q>();
             Q* y = c.out.data<Q>();
             const int64_t n = c.out.size();
+            // (bestIsa() above scalar: the CPU has AVX2 and FMA.)
+            bool fma = false;
+#ifdef ONYX_QADD_FMA
+            fma = host::vec::bestIsa() != host::vec::Isa::scalar && qaddDividesByFma(f);
+#endif
             host::parallelFor(n, n * 4, [&](int64_t lo, int64_t hi) {
-              if(f.relu) qaddSpan<true>(x + lo, z + lo, y + lo, hi - lo, f);
-              else qaddSpan<false>(x + lo, z + lo, y + lo, hi - lo, f);
+              if(f.relu) qaddSpan<true>(x + lo, z + lo, y + lo, hi - lo, f, fma);
+              else qaddSpan<false>(x + lo, z + lo, y + lo, hi - lo, f, fma);
             });
             return;
           }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -146,6 +147,62 @@ TEST(FastPaths, MaxPoolPropagatesNaN) {
   ASSERT_EQ(y.size(), 2u);
   EXPECT_EQ(y[0], 6);
   EXPECT_TRUE(std::isnan(y[1]));
+}
+
+// qlinear_add's CPU loop divides by y_scale with a reciprocal and one FMA
+// correction where the scales allow it, and must give the division's bits:
+// every (a, b) pair of uint8 and of int8, under 300 parameter sets (random
+// scales over 2^-20..2^4, scales with all-ones and all-zero mantissas, zero
+// points across the range, relu on and off), against the steps written out
+// in float here (this file is compiled without FMA: nothing is fused).
+TEST(FastPaths, QLinearAddEveryPairMatchesTheDivision) {
+  std::mt19937 rng(5);
+  auto scale = [&](int set) {
+    std::uniform_int_distribution<uint32_t> mant(0, (1u << 23) - 1);
+    std::uniform_int_distribution<int> ex(-20, 4);
+    uint32_t bits = mant(rng) | (uint32_t(127 + ex(rng)) << 23);
+    if(set % 5 == 1) bits |= (1u << 23) - 1;  // mantissa all ones
+    if(set % 5 == 2) bits &= ~((1u << 23) - 1);  // a power of two
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  };
+  for(bool isSigned : {false, true}) {
+    const int lo = isSigned ? -128 : 0, hi = isSigned ? 127 : 255;
+    Tensor a = TensorBase::create(Shape({65536}), Type::float64), b = TensorBase::create(Shape({65536}), Type::float64);
+    for(int i = 0; i < 65536; ++i) {
+      a->data<double>()[i] = lo + (i >> 8);
+      b->data<double>()[i] = lo + (i & 255);
+    }
+    std::uniform_int_distribution<int> zp(lo, hi);
+    for(int set = 0; set < 150; ++set) {
+      QLinearAddParams p{scale(set), scale(set + 1), scale(set + 2), zp(rng), zp(rng), zp(rng), set % 2 == 1};
+      SCOPED_TRACE(testing::Message() << (isSigned ? "int8" : "uint8") << " set " << set << ": " << p.aScale << " "
+                                      << p.bScale << " " << p.yScale << " " << p.aZeroPoint << " " << p.bZeroPoint
+                                      << " " << p.yZeroPoint << (p.relu ? " relu" : ""));
+      auto g = New<ExpressionGraph>();
+      g->setInference(true);
+      const Type t = isSigned ? Type::int8 : Type::uint8;
+      Expr y = qlinear_add(cast(g->constant(a), t), cast(g->constant(b), t), p);
+      y->keepValue();
+      g->forward();
+      std::vector<double> got = y->val()->toVector<double>();
+      int wrong = 0;
+      for(int i = 0; i < 65536 && wrong < 5; ++i) {
+        volatile float pa = (float(lo + (i >> 8)) - float(p.aZeroPoint)) * p.aScale;
+        volatile float pb = (float(lo + (i & 255)) - float(p.bZeroPoint)) * p.bScale;
+        float x = pa + pb;
+        if(p.relu) x = x > 0.f ? x : 0.f;
+        volatile float q = x / p.yScale;
+        const double want = std::min<double>(hi, std::max<double>(lo, std::nearbyint(double(q)) + p.yZeroPoint));
+        if(got[size_t(i)] != want) {
+          ADD_FAILURE() << "a " << lo + (i >> 8) << ", b " << lo + (i & 255) << ": got " << got[size_t(i)]
+                        << ", want " << want;
+          ++wrong;
+        }
+      }
+    }
+  }
 }
 
 // float32 max and min over contiguous rows (and whole tensors, in parallel
