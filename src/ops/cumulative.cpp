@@ -43,8 +43,9 @@ void cumulate(KernelCtx& c, bool product) {
           const int64_t o = base + (reverse ? ln.n - 1 - s : s) * ln.inner;
           A v = static_cast<A>(host::load(xp, o));
           if(exclusive) host::store(yp, o, acc);
-          if(product) acc *= v;
-          else acc += v;
+          // Integers wrap around, as numpy's cumsum and cumprod do (a
+          // signed overflow would be undefined behaviour).
+          acc = product ? functional::wrapMul(acc, v) : functional::wrapAdd(acc, v);
           if(!exclusive) host::store(yp, o, acc);
         }
       }
