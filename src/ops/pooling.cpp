@@ -329,51 +329,70 @@ void maxPoolGradKernel(KernelCtx& c) {
   });
 }
 
-// 2-D max pooling of float32 with an undilated window, one output row at a
-// time: the window's rows are first reduced element-wise over the full
-// input width (unit-stride loops), then each output reduces its window
-// along that row. The maximum of the same taps (NaN propagates, as
-// poolRows); compiled twice, for AVX2 and for the baseline, and picked at
+// 2-D max pooling of float32, int8 or uint8 with an undilated window, one
+// output row at a time: the window's rows are first reduced element-wise
+// over the full input width (unit-stride loops), then each output reduces
+// its window along that row. The maximum of the same taps (NaN propagates,
+// as poolRows); compiled twice, for AVX2 and for the baseline, and picked at
 // run time.
+template <class T>
 struct MaxRowsArgs {
-  const float* x;
-  float* y;
+  const T* x;
+  T* y;
   const PoolGeom* p;
   int64_t rb, re;
   const int64_t *lo, *hi;  // by tap along the row: the outputs [lo, hi) it reaches in range
 };
 
-__attribute__((always_inline)) inline void maxPool2dRows(const MaxRowsArgs& a, float* vm) {
+template <class T>
+inline T maxOf(T v, T m) {
+  if constexpr(std::is_floating_point<T>::value) return maxNan(v, m);
+  else return v > m ? v : m;
+}
+template <class T>
+constexpr T lowestOf() {
+  if constexpr(std::is_floating_point<T>::value) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
+
+template <class T>
+__attribute__((always_inline)) inline void maxPool2dRows(const MaxRowsArgs<T>& a, T* vm) {
   const Geom& g = a.p->g;
   const int64_t W = g.pos[2], IW = g.img[2], s2 = g.s[2];
   for(int64_t r = a.rb; r < a.re; ++r) {
     const int64_t pl = r / g.pos[1], o1 = r % g.pos[1];
-    const float* xp = a.x + pl * g.imgSize;
+    const T* xp = a.x + pl * g.imgSize;
     bool first = true;
     for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
       const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
       if(i1 < 0 || i1 >= g.img[1]) continue;
-      const float* row = xp + i1 * IW;
+      const T* row = xp + i1 * IW;
       if(first) {
         for(int64_t i = 0; i < IW; ++i) vm[i] = row[i];
         first = false;
         continue;
       }
-      for(int64_t i = 0; i < IW; ++i) vm[i] = maxNan(row[i], vm[i]);
+      for(int64_t i = 0; i < IW; ++i) vm[i] = maxOf(row[i], vm[i]);
     }
-    float* out = a.y + r * W;
-    std::fill(out, out + W, -std::numeric_limits<float>::infinity());
+    T* out = a.y + r * W;
+    std::fill(out, out + W, lowestOf<T>());
     if(first) continue;  // no row of the window in range (not reached: pads < kernel)
     // Along the row, a tap at a time over the outputs it reaches (as poolRows).
     for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-      const float* src = vm + k2 - g.pb[2];
-      for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) out[o2] = maxNan(src[o2 * s2], out[o2]);
+      const T* src = vm + k2 - g.pb[2];
+      for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) out[o2] = maxOf(src[o2 * s2], out[o2]);
     }
   }
 }
 
-ONYX_TARGET_AVX2 void maxPool2dRowsAvx2(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
-void maxPool2dRowsBase(const MaxRowsArgs& a, float* vm) { maxPool2dRows(a, vm); }
+template <class T>
+ONYX_TARGET_AVX2 void maxPool2dRowsAvx2(const MaxRowsArgs<T>& a, T* vm) {
+  maxPool2dRows(a, vm);
+}
+template <class T>
+void maxPool2dRowsBase(const MaxRowsArgs<T>& a, T* vm) {
+  maxPool2dRows(a, vm);
+}
 
 // Whether maxPool2d takes this pool: 2-D (the first of the 3 axes unused)
 // with dilation 1 along the rows.
@@ -382,21 +401,23 @@ bool maxPool2dFits(const PoolGeom& p) {
   return g.img[0] == 1 && g.k[0] == 1 && g.pos[0] == 1 && g.d[2] == 1 && g.img[2] > 0;
 }
 
-void maxPool2d(const float* x, float* y, const PoolGeom& p) {
+template <class T>
+void maxPool2d(const T* x, T* y, const PoolGeom& p) {
   const bool avx2 = host::vec::bestIsa() != host::vec::Isa::scalar;
   const Geom& g = p.g;
   const int64_t rows = p.planes * g.pos[1];
   std::vector<int64_t> lo, hi;
   tapRanges(g, lo, hi);
   host::parallelFor(rows, rows * g.pos[2] * g.kSize, [&](int64_t rb, int64_t re) {
-    std::vector<float> vm(static_cast<size_t>(g.img[2]));
-    const MaxRowsArgs a{x, y, &p, rb, re, lo.data(), hi.data()};
+    std::vector<T> vm(static_cast<size_t>(g.img[2]));
+    const MaxRowsArgs<T> a{x, y, &p, rb, re, lo.data(), hi.data()};
     if(avx2) maxPool2dRowsAvx2(a, vm.data());
     else maxPool2dRowsBase(a, vm.data());
   });
 }
 
-// The pools of float and double values, a row of outputs at a time: for each
+// The pools of float, double (and, max only, int8/uint8) values, a row of
+// outputs at a time: for each
 // tap of the window the in-range outputs of the row (a range per tap along
 // the last axis, worked out once) take that tap's input in one tight loop
 // over the row, instead of a bounds check per tap and output. Each output
@@ -415,7 +436,7 @@ void poolRows(const T* x, T* y, const PoolGeom& p, const Divisors* div) {
     for(int64_t r = rb; r < re; ++r) {
       const int64_t pl = r / (g.pos[0] * g.pos[1]), o0 = r / g.pos[1] % g.pos[0], o1 = r % g.pos[1];
       const T* xp = x + pl * g.imgSize;
-      std::fill(acc.begin(), acc.end(), Max ? -std::numeric_limits<Acc>::infinity() : Acc(0));
+      std::fill(acc.begin(), acc.end(), Max ? lowestOf<Acc>() : Acc(0));
       for(int64_t k0 = 0; k0 < g.k[0]; ++k0) {
         int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
         if(i0 < 0 || i0 >= g.img[0]) continue;
@@ -608,7 +629,10 @@ ONYX_OP(kMaxPool, "max_pool")
       PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
       dispatchNumeric(c.out.type(), "max_pool", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr(std::is_same<T, float>::value) {
+        // (int8 and uint8: quantized models' max pools, which run on the
+        // 8-bit values where their QDQ pair is dropped.)
+        if constexpr(std::is_same<T, float>::value || std::is_same<T, int8_t>::value ||
+                     std::is_same<T, uint8_t>::value) {
           if(maxPool2dFits(p)) maxPool2d(c.in[0]->data<T>(), c.out.data<T>(), p);
           else poolRows<T, true>(c.in[0]->data<T>(), c.out.data<T>(), p, nullptr);
         } else if constexpr(std::is_same<T, double>::value)

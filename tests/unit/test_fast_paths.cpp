@@ -68,7 +68,8 @@ std::vector<double> runOn(const Tensor& x, Type t, const std::function<Expr(Expr
 }
 
 // Integer-valued inputs, so the int64 pools (the per-output loops) are an
-// exact oracle for the float and double ones (the row-wise loops).
+// exact oracle for the float, double, int8 and uint8 ones (the row-wise
+// loops).
 TEST(FastPaths, FloatPoolsMatchThePerOutputLoops) {
   std::mt19937 rng(7);
   struct Geo {
@@ -107,11 +108,18 @@ TEST(FastPaths, FloatPoolsMatchThePerOutputLoops) {
     for(int64_t i = 0; i < x->size(); ++i) x->data<double>()[i] = u(rng);
     auto maxp = [&](Expr e) { return max_pool(e, geo.k, geo.o); };
     std::vector<double> want = runOn(x, Type::int64, maxp);
-    for(Type t : {Type::float32, Type::float64}) {
+    for(Type t : {Type::float32, Type::float64, Type::int8}) {
       std::vector<double> got = runOn(x, t, maxp);
       ASSERT_EQ(got.size(), want.size());
-      for(size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+      for(size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << t << " " << i;
     }
+    // uint8 (quantized models' pools) on values shifted past 127, so that a
+    // signed comparison would pick other maxima.
+    Tensor xu = TensorBase::create(x->shape(), Type::float64);
+    for(int64_t i = 0; i < x->size(); ++i) xu->data<double>()[i] = x->data<double>()[i] + 100;
+    std::vector<double> wantU = runOn(xu, Type::int64, maxp), gotU = runOn(xu, Type::uint8, maxp);
+    ASSERT_EQ(gotU.size(), wantU.size());
+    for(size_t i = 0; i < gotU.size(); ++i) ASSERT_EQ(gotU[i], wantU[i]) << "uint8 " << i;
     // Averages: float16 keeps the per-output loops; a window or divisor
     // wrong by one tap moves an average of integers by more than 1/12,
     // float16's rounding of values up to 50 by less than 0.02.

@@ -468,6 +468,34 @@ TEST(Passes, FuseQLinearAddGivesTheSameBits) {
   }
 }
 
+// DequantizeLinear, MaxPool, QuantizeLinear with one scale and zero point
+// on both ends: fuse_qdq drops the pair and pools the 8-bit values, with
+// the same bits (uint8 and int8, a padded 3x3/2 pool); a pair whose
+// parameters differ stays.
+TEST(Passes, FuseQdqDropsThePairAroundAMaxPool) {
+  for(Type t : {Type::uint8, Type::int8}) {
+    for(bool same : {true, false}) {
+      SCOPED_TRACE(testing::Message() << t << (same ? " same parameters" : " other parameters"));
+      auto build = [t, same](ExpressionGraph& g) {
+        Expr x = boundInput(g, {1, 3, 9, 8}, [](float i) { return std::sin(0.41f * i) * 2.5f; });
+        Expr zp = g.scalar(t == Type::uint8 ? 130 : -7, t);
+        Expr xq = quantize_linear(x, g.scalar(0.02, Type::float32), zp);
+        PoolOptions o;
+        o.strides = {2, 2};
+        o.pads = {1, 1, 1, 1};
+        Expr p = max_pool(dequantize_linear(xq, g.scalar(0.02, Type::float32), zp), {3, 3}, o);
+        Expr yq = quantize_linear(p, g.scalar(same ? 0.02 : 0.03, Type::float32), zp);
+        return dequantize_linear(yq, g.scalar(same ? 0.02 : 0.03, Type::float32), zp);
+      };
+      std::map<std::string, int> ops;
+      EXPECT_EQ(checkPass(build, fuseQdq, 0.0, &ops), same ? 1u : 0u);
+      EXPECT_EQ(ops["max_pool"], 1);
+      EXPECT_EQ(ops["dequantize_linear"], same ? 1 : 2);  // the kept output's (and the pool input's)
+      EXPECT_EQ(ops["quantize_linear"], same ? 1 : 2);    // xq's (and the pool output's)
+    }
+  }
+}
+
 // quantize_dynamic's MatMul: x quantized with a scale computed at run time,
 // MatMulInteger by constant int8 weights, Cast, Mul by a_scale * b_scale
 // (per column when perColumn), Add of a bias [N] (when withBias).

@@ -79,6 +79,32 @@ bool matchBias(Node* conv, const Dq& x, const Dq& w, int64_t M, Expr& b) {
   return b->shape() == Shape({M});
 }
 
+// quantize_linear(max_pool(dequantize_linear(xq))) with the same one scale
+// and zero point on both ends: max_pool(xq) on the 8-bit values. Exact:
+// dequantizing is increasing (scale > 0), so the window's maximum is the
+// dequantized maximum, and quantizing it again with the same parameters
+// gives xq's value back (|xq - zp| <= 255 rounds to itself for a scale in
+// [2^-60, 2^60]).
+bool dropQdqAroundMaxPool(ExpressionGraph& g, const passes::Uses& uses, const Expr& e) {
+  Node* q = e.get();
+  Node* pool = q->child(0).get();
+  if(!isOp(pool, "max_pool") || pool->value_type() != Type::float32 || uses.only(pool) != q) return false;
+  Dq x;
+  if(!matchDq(pool->child(0).get(), 1, x) || x.x->value_type() != q->value_type()) return false;
+  Tensor ys = constantOf(q->child(1).get()), yz = constantOf(q->child(2).get());
+  if(!ys || !yz || ys->size() != 1 || yz->size() != 1 || ys->type() != Type::float32) return false;
+  const float s = ys->data<float>()[0];
+  if(!(s >= 0x1p-60f && s <= 0x1p60f) || x.scaleT->data<float>()[0] != s ||
+     x.zpT->getAsDouble(0) != yz->getAsDouble(0))
+    return false;
+  const Attrs a = pool->attrs();
+  g.redefine(e, *pool->op(), {x.x},
+             {{"kernel_shape", a["kernel_shape"]}, {"strides", a["strides"]}, {"pads", a["pads"]},
+              {"dilations", a["dilations"]}, {"ceil_mode", a["ceil_mode"]}});
+  g.retire(Expr(pool));
+  return true;
+}
+
 }  // namespace
 
 size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep) {
@@ -88,6 +114,10 @@ size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep) {
   for(const Expr& e : g.nodes()) {
     Node* q = e.get();
     if(!isOp(q, "quantize_linear") || !is8Bit(q->value_type())) continue;
+    if(dropQdqAroundMaxPool(g, uses, e)) {
+      ++count;
+      continue;
+    }
     Node* conv = q->child(0).get();
     if(!isOp(conv, "conv") || conv->value_type() != Type::float32 || uses.only(conv) != q) continue;
     Tensor ys = constantOf(q->child(1).get()), yz = constantOf(q->child(2).get());

@@ -74,6 +74,10 @@ const std::vector<std::string>& passNames();
 // rounded the dequantized products and sums to float32 first: an output may
 // differ by one unit of y's scale. CPU inference graphs only, and first: constant folding would
 // otherwise turn a constant's dequantize_linear into float weights.
+// It also drops the pair around a max pool: quantize_linear(max_pool(
+// dequantize_linear(xq))) with the same one scale (in [2^-60, 2^60]) and
+// zero point on both ends becomes max_pool(xq), exactly (dequantizing is
+// increasing, and requantizing a dequantized 8-bit value gives it back).
 size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep);
 // fuse_qlinear_add: QuantizeLinear(Relu?(Add(DequantizeLinear(a),
 // DequantizeLinear(b)))) with one constant scale and zero point each, a, b
