@@ -496,6 +496,44 @@ TEST(Passes, FuseQdqDropsThePairAroundAMaxPool) {
   }
 }
 
+// A QDQ classifier: Gemm (transB) of DequantizeLinear(xq) by
+// DequantizeLinear of int8 weights [N, K] (per row, zero points nonzero) plus
+// a float bias: fuse_qdq makes it matmul_integer_to_float on the int8
+// weights, equal to float32 rounding; without transB it stays.
+TEST(Passes, FuseQdqRunsAQdqGemmOnInt8Weights) {
+  for(bool transB : {true, false}) {
+    SCOPED_TRACE(transB ? "transB" : "no transB");
+    auto build = [transB](ExpressionGraph& g) {
+      const int64_t K = 40, N = 12;
+      Expr x = boundInput(g, {3, K}, [](float i) { return std::sin(0.37f * i) * 2.f; });
+      Expr xq = quantize_linear(x, g.scalar(0.02, Type::float32), g.scalar(120, Type::uint8));
+      std::vector<int8_t> w(size_t(N * K));
+      for(size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int((i * 53) % 201) - 100);
+      const size_t n = static_cast<size_t>(N);
+      std::vector<float> ws(n), b(n);
+      std::vector<int8_t> wz(n);
+      for(int64_t i = 0; i < N; ++i) {
+        ws[size_t(i)] = 0.001f * float(i + 1);
+        wz[size_t(i)] = int8_t(i % 5 - 2);
+        b[size_t(i)] = 0.1f * float(i) - 0.5f;
+      }
+      const Shape wShape = transB ? Shape({N, K}) : Shape({K, N});
+      Expr wq = g.constant(TensorBase::fromVector<int8_t>(wShape, w));
+      // Per output channel: along W's axis 0 with transB (the import's
+      // per-axis parameter lined up with W: [N, 1]); per tensor otherwise.
+      Expr wd = transB ? dequantize_linear(wq, g.constant(TensorBase::fromVector<float>(Shape({N, 1}), ws)),
+                                           g.constant(TensorBase::fromVector<int8_t>(Shape({N, 1}), wz)))
+                       : dequantize_linear(wq, g.scalar(0.004, Type::float32), g.scalar(1, Type::int8));
+      Expr xd = dequantize_linear(xq, g.scalar(0.02, Type::float32), g.scalar(120, Type::uint8));
+      return affine(xd, wd, g.constant(TensorBase::fromVector<float>(Shape({N}), b)), false, transB);
+    };
+    std::map<std::string, int> ops;
+    EXPECT_EQ(checkPass(build, fuseQdq, 1e-6, &ops), transB ? 1u : 0u);
+    EXPECT_EQ(ops["matmul_integer_to_float"], transB ? 1 : 0);
+    EXPECT_EQ(ops["affine"], transB ? 0 : 1);
+  }
+}
+
 // quantize_dynamic's MatMul: x quantized with a scale computed at run time,
 // MatMulInteger by constant int8 weights, Cast, Mul by a_scale * b_scale
 // (per column when perColumn), Add of a bias [N] (when withBias).

@@ -105,6 +105,43 @@ bool dropQdqAroundMaxPool(ExpressionGraph& g, const passes::Uses& uses, const Ex
   return true;
 }
 
+// affine(dequantize_linear(xq), dequantize_linear(wq), bias) with transB (a
+// classifier's Gemm: W [N, K]), alpha 1, xq 8-bit with one scale and zero
+// point, wq int8 constant with one or one per row (output column) and a
+// float32 bias [N] (or matmul without one): matmul_integer_to_float(xq,
+// wq^T, ...), the exact integer sums scaled once, where the float chain
+// rounded each dequantized product (the outputs agree to float32
+// rounding). The int8 weights stay int8 (a quarter of the float weights'
+// memory, which a batch-1 classifier is bound by).
+bool qdqGemm(ExpressionGraph& g, const passes::Uses& uses, const Expr& e) {
+  Node* n = e.get();
+  const bool isAffine = isOp(n, "affine");
+  if((!isAffine && !isOp(n, "matmul")) || n->value_type() != Type::float32 || n->shape().rank() != 2) return false;
+  const Attrs a = n->attrs();
+  if(a.i("transA") != 0 || a.i("transB") != 1 || a.f("alpha") != 1.0) return false;
+  const int64_t N = n->shape()[1];
+  Dq x, w;
+  if(!matchDq(n->child(0).get(), 1, x) || !matchDq(n->child(1).get(), N, w)) return false;
+  if(uses.only(n->child(1).get()) != n) return false;  // the float weights read by nothing else
+  Tensor wq = constantOf(w.x.get());
+  if(!wq || wq->type() != Type::int8 || wq->shape().rank() != 2 || wq->shape()[0] != N) return false;
+  Expr bias;
+  if(isAffine) {
+    bias = n->child(2);
+    if(bias->value_type() != Type::float32 || bias->shape() != Shape({N})) return false;
+  }
+  const int64_t K = wq->shape()[1];
+  Tensor wt = TensorBase::create(Shape({K, N}), Type::int8);
+  const int8_t* src = wq->data<int8_t>();
+  int8_t* dst = wt->data<int8_t>();
+  for(int64_t i = 0; i < N; ++i)
+    for(int64_t k = 0; k < K; ++k) dst[k * N + i] = src[i * K + k];
+  std::vector<Expr> in{x.x, g.constant(wt), x.scale(g), w.scale(g), x.zp(g), w.zp(g)};
+  if(bias) in.push_back(bias);
+  g.redefine(e, Registry::instance().get("matmul_integer_to_float"), in, {});
+  return true;
+}
+
 }  // namespace
 
 size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep) {
@@ -113,6 +150,10 @@ size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep) {
   size_t count = 0;
   for(const Expr& e : g.nodes()) {
     Node* q = e.get();
+    if(qdqGemm(g, uses, e)) {
+      ++count;
+      continue;
+    }
     if(!isOp(q, "quantize_linear") || !is8Bit(q->value_type())) continue;
     if(dropQdqAroundMaxPool(g, uses, e)) {
       ++count;

@@ -78,6 +78,9 @@ const std::vector<std::string>& passNames();
 // dequantize_linear(xq))) with the same one scale (in [2^-60, 2^60]) and
 // zero point on both ends becomes max_pool(xq), exactly (dequantizing is
 // increasing, and requantizing a dequantized 8-bit value gives it back).
+// And a classifier's Gemm, affine(dequantize_linear(xq), dequantize_linear(
+// wq int8 [N, K]), bias [N]) with transB, becomes matmul_integer_to_float
+// on the int8 weights (float32 rounding apart).
 size_t fuseQdq(ExpressionGraph& g, const std::vector<Expr>& keep);
 // fuse_qlinear_add: QuantizeLinear(Relu?(Add(DequantizeLinear(a),
 // DequantizeLinear(b)))) with one constant scale and zero point each, a, b
