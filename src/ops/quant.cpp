@@ -107,9 +107,53 @@ void quantize8Base(const float* x, Q* y, int64_t n, float s, int32_t zp, float l
   quantize8Body(x, y, n, s, zp, lo, hi);
 }
 
+#ifdef ONYX_QADD_FMA
+// Keeps the compiler from fusing a product into a later sum or FMA (x = pa
+// + pb must round pa and pb first, as dequantize_linear does; a quotient's
+// first estimate is rounded before its correction).
+__attribute__((target("avx2,fma"), always_inline)) inline void opaque(__m256& v) { __asm__("" : "+x"(v)); }
+
+// quantize8Body's steps 8 lanes at a time with x / s computed without the
+// division, exactly (as qaddSpanFma: q0 = x * (1 / s), then one FMA
+// correction), for a scale in [2^-60, 2^60] (dividesByFma). Where q0 is not
+// finite (x infinite or NaN, or the quotient past the float range) the
+// quotient is q0's own value. The tail goes through quantize8Body.
+inline bool dividesByFma(float s) { return s >= 0x1p-60f && s <= 0x1p60f; }
+
+template <class Q>
+__attribute__((target("avx2,fma"))) void quantize8Fma(const float* x, Q* y, int64_t n, float s, int32_t zp, float lo,
+                                                      float hi) {
+  const __m256 vs = _mm256_set1_ps(s), vr = _mm256_set1_ps(1.0f / s), vlo = _mm256_set1_ps(lo),
+               vhi = _mm256_set1_ps(hi), inf = _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+               sign = _mm256_set1_ps(-0.0f);
+  const __m256i vzp = _mm256_set1_epi32(zp);
+  int64_t i = 0;
+  for(; i + 8 <= n; i += 8) {
+    const __m256 vx = _mm256_loadu_ps(x + i);
+    __m256 q0 = _mm256_mul_ps(vx, vr);
+    opaque(q0);
+    __m256 q = _mm256_fmadd_ps(_mm256_fnmadd_ps(q0, vs, vx), vr, q0);
+    q = _mm256_blendv_ps(q0, q, _mm256_cmp_ps(_mm256_andnot_ps(sign, q0), inf, _CMP_LT_OQ));
+    const __m256 ordered = _mm256_cmp_ps(q, q, _CMP_ORD_Q);  // NaN: 0 (as QuantizeOf)
+    q = _mm256_min_ps(_mm256_max_ps(q, vlo), vhi);
+    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i v = _mm256_and_si256(_mm256_add_epi32(_mm256_cvtps_epi32(q), vzp), _mm256_castps_si256(ordered));
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    const __m128i bytes = std::is_signed<Q>::value ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), bytes);
+  }
+  quantize8Body(x + i, y + i, n - i, s, zp, lo, hi);
+}
+#endif
+
 template <class Q, class T>
 void quantizeSpan(const T* x, Q* y, int64_t n, T s, int32_t zp, double lo, double hi) {
   if constexpr(std::is_same<T, float>::value && sizeof(Q) == 1) {
+#ifdef ONYX_QADD_FMA
+    // (bestIsa() above scalar: the CPU has AVX2 and FMA.)
+    if(host::vec::bestIsa() != host::vec::Isa::scalar && dividesByFma(s))
+      return quantize8Fma(x, y, n, s, zp, float(lo), float(hi));
+#endif
     if(host::vec::bestIsa() != host::vec::Isa::scalar) quantize8Avx2(x, y, n, s, zp, float(lo), float(hi));
     else quantize8Base(x, y, n, s, zp, float(lo), float(hi));
     return;
@@ -628,9 +672,6 @@ bool qaddDividesByFma(const QAddOf<Q>& f) {
   return sane(f.as) && sane(f.bs) && sane(f.ys) && sane(1.0f / f.ys);
 }
 
-// Keeps the compiler from fusing a product into a later sum (x = pa + pb
-// must round pa and pb first, as dequantize_linear does).
-__attribute__((target("avx2,fma"), always_inline)) inline void opaque(__m256& v) { __asm__("" : "+x"(v)); }
 
 // 8 int8/uint8 values as float lanes.
 template <class Q>

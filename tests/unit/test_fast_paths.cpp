@@ -213,6 +213,55 @@ TEST(FastPaths, QLinearAddEveryPairMatchesTheDivision) {
   }
 }
 
+// quantize_linear from float32 to int8/uint8 divides by the scale with a
+// reciprocal and one FMA correction where the scale allows it: the same
+// values as the division for random floats over 2^-40..2^40 (both signs),
+// values near each rounding tie, zeros, infinities, NaN and float's extremes,
+// under 60 scales and zero points.
+TEST(FastPaths, QuantizeLinearMatchesTheDivision) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<uint32_t> mant(0, (1u << 23) - 1);
+  auto fromBits = [](uint32_t b) {
+    float v;
+    std::memcpy(&v, &b, sizeof v);
+    return v;
+  };
+  for(int set = 0; set < 60; ++set) {
+    const bool isSigned = set % 2 == 1;
+    const float s = fromBits(mant(rng) | (uint32_t(127 + int(rng() % 25) - 20) << 23));
+    const int zp = isSigned ? int(rng() % 256) - 128 : int(rng() % 256);
+    SCOPED_TRACE(testing::Message() << (isSigned ? "int8" : "uint8") << " scale " << s << " zero point " << zp);
+    std::vector<float> xs;
+    for(int i = 0; i < 20000; ++i) {
+      const uint32_t e = uint32_t(127 + int(rng() % 81) - 40);
+      xs.push_back(fromBits(mant(rng) | (e << 23) | (rng() % 2 ? 0x80000000u : 0u)));
+    }
+    for(int k = -300; k <= 300; ++k)  // around the ties (k + 0.5) * s
+      for(float d : {-1.0f, 0.0f, 1.0f}) xs.push_back(std::nextafter((float(k) + 0.5f) * s, d * INFINITY));
+    for(float v : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, std::numeric_limits<float>::max(),
+                   -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()})
+      xs.push_back(v);
+    auto g = New<ExpressionGraph>();
+    g->setInference(true);
+    const Type t = isSigned ? Type::int8 : Type::uint8;
+    Expr y = quantize_linear(g->constant(TensorBase::fromVector<float>(Shape({int64_t(xs.size())}), xs)),
+                             g->scalar(s, Type::float32), g->scalar(zp, t));
+    y->keepValue();
+    g->forward();
+    std::vector<double> got = y->val()->toVector<double>();
+    const double lo = isSigned ? -128 : 0, hi = isSigned ? 127 : 255;
+    int wrong = 0;
+    for(size_t i = 0; i < xs.size() && wrong < 5; ++i) {
+      volatile float q = xs[i] / s;
+      const double want = q != q ? 0.0 : std::min(hi, std::max(lo, std::nearbyint(double(q)) + zp));
+      if(got[i] != want) {
+        ADD_FAILURE() << "x " << xs[i] << ": got " << got[i] << ", want " << want;
+        ++wrong;
+      }
+    }
+  }
+}
+
 // float32 max and min over contiguous rows (and whole tensors, in parallel
 // chunks) compare in float lanes; float64 takes the general fold. Both give
 // the same values, a row's NaN included, over lengths around the lane
