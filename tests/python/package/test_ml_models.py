@@ -4,7 +4,8 @@ onnxmltools) and hand-made ones covering the attribute variants of Scaler,
 Normalizer, LinearRegressor, LinearClassifier, TreeEnsembleRegressor and
 TreeEnsembleClassifier (post transforms, base values, string and int labels,
 the binary cases, missing values, _as_tensor attributes); a negative
-dim_value is an unknown dim."""
+dim_value is an unknown dim. The converted library models also run through
+the onnx-run CLI (check_cli), which must write the session's outputs."""
 import warnings
 
 import numpy as np
@@ -20,6 +21,41 @@ ML = "ai.onnx.ml"
 
 def ort_run(model_bytes, feeds):
     return ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def check_cli(model, feeds, got, tmp_path):
+    """Runs the model through the onnx-run CLI (inputs as .npy files) and
+    requires the outputs it writes (.npy for tensors, .json for sequences
+    of maps) to equal the Python session's `got`, output by output."""
+    import json
+    import os
+    import subprocess
+
+    data = model.SerializeToString() if hasattr(model, "SerializeToString") else model
+    path = tmp_path / "cli.onnx"
+    path.write_bytes(data)
+    args = []
+    for name, value in feeds.items():
+        np.save(tmp_path / f"cli_in_{name}.npy", value)
+        args += ["--input", f"{name}={tmp_path / f'cli_in_{name}.npy'}"]
+    bin_dir = os.environ.get("ONYX_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build", "tools"))
+    out = tmp_path / "cli_out"
+    r = subprocess.run([os.path.join(bin_dir, "onnx-run"), str(path), *args, "--output-dir", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    graph = onnx.load_from_string(data).graph
+    for i, o in enumerate(graph.output):
+        if isinstance(got[i], list):  # a sequence of maps: JSON, keys as strings
+            maps = json.loads((out / f"{o.name}.json").read_text())
+            assert [list(m) for m in maps] == [[str(k) for k in g] for g in got[i]], o.name
+            for m, g in zip(maps, got[i]):
+                np.testing.assert_allclose(list(m.values()), list(g.values()), rtol=1e-6, err_msg=o.name)
+            continue
+        cli = np.load(out / f"{o.name}.npy")
+        # strings: numpy's unicode dtype in the file, objects from the session
+        same_type = cli.dtype == got[i].dtype or (cli.dtype.kind == "U" and got[i].dtype.kind == "O")
+        assert cli.shape == got[i].shape and same_type, (o.name, cli.dtype, got[i].dtype)
+        assert cli.tolist() == got[i].tolist(), o.name
 
 
 def check_same(model, feeds, rtol=1e-5, atol=1e-6):
@@ -110,7 +146,7 @@ def bools_as_ints(monkeypatch):
 
 
 @pytest.mark.parametrize("name", SKLEARN)
-def test_sklearn_models_match_onnxruntime(name, monkeypatch):
+def test_sklearn_models_match_onnxruntime(name, monkeypatch, tmp_path):
     from skl2onnx import to_onnx
 
     if name.startswith("hist_"):
@@ -125,6 +161,7 @@ def test_sklearn_models_match_onnxruntime(name, monkeypatch):
     ops = {n.op_type for n in model.graph.node}
     assert "ZipMap" not in ops, ops
     got = check_same(model, {model.graph.input[0].name: x[:40]})
+    check_cli(model, {model.graph.input[0].name: x[:40]}, got, tmp_path)
     if hasattr(est, "predict_proba"):
         assert got[0].tolist() == est.predict(x[:40]).tolist()
 
@@ -172,7 +209,7 @@ def test_tree_walks_of_every_batch_size(n):
             np.testing.assert_allclose(one[1][0], got[1][i], rtol=1e-6, atol=1e-7)
 
 
-def test_lightgbm_models_match_onnxruntime():
+def test_lightgbm_models_match_onnxruntime(tmp_path):
     lightgbm = pytest.importorskip("lightgbm")  # installed by the test command: never skipped in CI
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
@@ -189,7 +226,8 @@ def test_lightgbm_models_match_onnxruntime():
         est.fit(x, y)
         model = onnxmltools.convert_lightgbm(est, initial_types=[("input", FloatTensorType([None, 6]))],
                                              target_opset=15, zipmap=False)
-        check_same(model, {"input": x[:40]}, rtol=1e-5, atol=1e-5)
+        got = check_same(model, {"input": x[:40]}, rtol=1e-5, atol=1e-5)
+        check_cli(model, {"input": x[:40]}, got, tmp_path)
 
 
 # ---- hand-made models ----
@@ -404,7 +442,7 @@ def test_negative_dim_value_is_an_unknown_dim():
 # ---- ZipMap: sequences of maps ----
 
 @pytest.mark.parametrize("name", ["scaler_logreg", "random_forest_strings", "gradient_boosting_binary"])
-def test_zipmap_outputs_are_lists_of_dicts_as_in_onnxruntime(name):
+def test_zipmap_outputs_are_lists_of_dicts_as_in_onnxruntime(name, tmp_path):
     from skl2onnx import to_onnx
 
     est, x, y = sklearn_models()[name]
@@ -425,6 +463,7 @@ def test_zipmap_outputs_are_lists_of_dicts_as_in_onnxruntime(name):
     for g, w in zip(got[1], want[1]):
         assert list(g) == list(w)  # the same keys (int or str), in order
         np.testing.assert_allclose(list(g.values()), list(w.values()), rtol=1e-5, atol=1e-6)
+    check_cli(model, feeds, got, tmp_path)
 
 
 def test_onnx_run_writes_maps_as_json(tmp_path):
@@ -663,10 +702,11 @@ def library_models():
 
 
 @pytest.mark.parametrize("name", sorted(library_models()))
-def test_converted_models_match_the_library_and_onnxruntime(name):
+def test_converted_models_match_the_library_and_onnxruntime(name, tmp_path):
     est, x, y = library_models()[name]
     model, x = fit_and_convert(est, x, y)
     got = check_same(model, {model.graph.input[0].name: x[:50]}, rtol=1e-4, atol=1e-4)
+    check_cli(model, {model.graph.input[0].name: x[:50]}, got, tmp_path)
     pred = est.predict(x[:50])
     if hasattr(est, "predict_proba"):
         assert got[0].tolist() == pred.tolist()
@@ -709,7 +749,7 @@ def test_pipeline_with_imputer_and_one_hot_on_strings():
     np.testing.assert_allclose(got[0], enc.transform(colours).toarray(), rtol=0, atol=0)
 
 
-def test_xgboost_models_match_the_library_and_onnxruntime():
+def test_xgboost_models_match_the_library_and_onnxruntime(tmp_path):
     xgboost = pytest.importorskip("xgboost")  # installed by the test command (xgboost-cpu): never skipped in CI
     import onnxmltools
     from onnxmltools.convert.common.data_types import FloatTensorType
@@ -726,6 +766,7 @@ def test_xgboost_models_match_the_library_and_onnxruntime():
         model = onnxmltools.convert_xgboost(est, initial_types=[("input", FloatTensorType([None, 6]))],
                                             target_opset=15)
         got = check_same(model, {"input": x[:50]}, rtol=1e-4, atol=1e-4)
+        check_cli(model, {"input": x[:50]}, got, tmp_path)
         if hasattr(est, "predict_proba"):
             assert got[0].tolist() == est.predict(x[:50]).tolist()
             probs = got[1] if not isinstance(got[1], list) else np.array([list(m.values()) for m in got[1]])
