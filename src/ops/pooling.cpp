@@ -378,6 +378,24 @@ __attribute__((always_inline)) inline void maxPool2dRows(const MaxRowsArgs<T>& a
     std::fill(out, out + W, lowestOf<T>());
     if(first) continue;  // no row of the window in range (not reached: pads < kernel)
     // Along the row, a tap at a time over the outputs it reaches (as poolRows).
+    if(s2 == 2) {
+      // Stride 2: the row's even and odd entries apart first, so that every
+      // tap reads unit-stride (input 2 o2 + d is even[o2 + d / 2] or
+      // odd[o2 + (d - 1) / 2]): the same taps in the same order.
+      T* even = vm + IW;
+      T* odd = even + (IW + 1) / 2;
+      for(int64_t i = 0; i < IW / 2; ++i) {
+        even[i] = vm[2 * i];
+        odd[i] = vm[2 * i + 1];
+      }
+      if(IW % 2) even[IW / 2] = vm[IW - 1];
+      for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+        const int64_t d = k2 - g.pb[2];
+        const T* src = d % 2 == 0 ? even + d / 2 : odd + (d - 1) / 2;
+        for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) out[o2] = maxOf(src[o2], out[o2]);
+      }
+      continue;
+    }
     for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
       const T* src = vm + k2 - g.pb[2];
       for(int64_t o2 = a.lo[k2]; o2 < a.hi[k2]; ++o2) out[o2] = maxOf(src[o2 * s2], out[o2]);
@@ -409,7 +427,8 @@ void maxPool2d(const T* x, T* y, const PoolGeom& p) {
   std::vector<int64_t> lo, hi;
   tapRanges(g, lo, hi);
   host::parallelFor(rows, rows * g.pos[2] * g.kSize, [&](int64_t rb, int64_t re) {
-    std::vector<T> vm(static_cast<size_t>(g.img[2]));
+    // The rows' maximum, then (stride 2) its even and odd entries.
+    std::vector<T> vm(static_cast<size_t>(2 * g.img[2] + 1));
     const MaxRowsArgs<T> a{x, y, &p, rb, re, lo.data(), hi.data()};
     if(avx2) maxPool2dRowsAvx2(a, vm.data());
     else maxPool2dRowsBase(a, vm.data());
