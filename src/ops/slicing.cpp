@@ -77,7 +77,11 @@ SliceDims sliceDims(const Shape& s, const IntList& starts, const IntList& ends, 
       if(st > en) count = (st - en - 1) / -step + 1;
     }
     sd.start[a] = count > 0 ? st : 0;
-    sd.step[a] = step;
+    // The step matters only between two taken elements: with one or none
+    // it is 1, so that step * stride stays inside the tensor (a step of
+    // 2^63 - 1 taking one element would otherwise overflow the copy's
+    // strides). With two or more, |step| < n and no product can overflow.
+    sd.step[a] = count > 1 ? step : 1;
     sd.count[a] = count;
   }
   return sd;
