@@ -173,16 +173,14 @@ std::shared_ptr<Flat> flatten(const Attrs& a, const Node& node) {
         f->small.push_back({static_cast<float>(d.threshold), d.feature, d.child[1], d.mode, d.missingTrue});
         continue;
       }
-      const bool inlined = d.wEnd - d.wBegin == 1 && [&] {
+      if(d.wEnd - d.wBegin == 1) {
         const auto& [k, v] = f->weights[static_cast<size_t>(d.wBegin)];
-        return k >= 0 && k <= std::numeric_limits<int32_t>::max() && static_cast<double>(static_cast<float>(v)) == v;
-      }();
-      if(inlined) {
-        const auto& [k, v] = f->weights[static_cast<size_t>(d.wBegin)];
-        f->small.push_back({static_cast<float>(v), static_cast<int32_t>(k), -1, d.mode, false});
-      } else {
-        f->small.push_back({0.0f, d.wBegin, d.wEnd, d.mode, false});
+        if(k >= 0 && k <= std::numeric_limits<int32_t>::max() && static_cast<double>(static_cast<float>(v)) == v) {
+          f->small.push_back({static_cast<float>(v), static_cast<int32_t>(k), -1, d.mode, false});
+          continue;
+        }
       }
+      f->small.push_back({0.0f, d.wBegin, d.wEnd, d.mode, false});
     }
   for(int64_t r : a.ints("roots")) f->roots.push_back(newIndex[static_cast<size_t>(r)]);
   // From the leaves up (in the depth-first layout every child comes after

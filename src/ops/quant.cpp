@@ -24,7 +24,7 @@
 #include <onyx/backend/cpu/vecmath.h>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define ONYX_QADD_FMA 1
+#define ONYX_QUANT_FMA 1
 #endif
 #endif
 #include <onyx/ops/linalg.h>
@@ -107,18 +107,42 @@ void quantize8Base(const float* x, Q* y, int64_t n, float s, int32_t zp, float l
   quantize8Body(x, y, n, s, zp, lo, hi);
 }
 
-#ifdef ONYX_QADD_FMA
+#ifdef ONYX_QUANT_FMA
 // Keeps the compiler from fusing a product into a later sum or FMA (x = pa
 // + pb must round pa and pb first, as dequantize_linear does; a quotient's
 // first estimate is rounded before its correction).
 __attribute__((target("avx2,fma"), always_inline)) inline void opaque(__m256& v) { __asm__("" : "+x"(v)); }
 
-// quantize8Body's steps 8 lanes at a time with x / s computed without the
-// division, exactly (as qaddSpanFma: q0 = x * (1 / s), then one FMA
-// correction), for a scale in [2^-60, 2^60] (dividesByFma). Where q0 is not
-// finite (x infinite or NaN, or the quotient past the float range) the
-// quotient is q0's own value. The tail goes through quantize8Body.
-inline bool dividesByFma(float s) { return s >= 0x1p-60f && s <= 0x1p60f; }
+// x / s without the division, for r = 1 / s (correctly rounded): q0 = x * r,
+// then one FMA correction, q0 + r * (x - q0 * s), which is the correctly
+// rounded quotient (Markstein's theorem) unless an intermediate overflows or
+// underflows. dividesByFma(s) says when none can for finite x of the kernels'
+// range (|x| <= 2^9 * 2^61, a nonzero |x| >= 2^-24 * 2^-60).
+inline bool dividesByFma(float s) { return s >= 0x1p-60f && s <= 0x1p60f; }  // then 1 / s is in that range too
+
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 divideByFma(__m256 x, __m256 s, __m256 r) {
+  __m256 q0 = _mm256_mul_ps(x, r);
+  opaque(q0);
+  return _mm256_fmadd_ps(_mm256_fnmadd_ps(q0, s, x), r, q0);
+}
+
+// q (clamped to the type's range less the zero point) rounded half to even,
+// plus the zero point, stored as 8 values of Q at y; lanes of `keep` 0 store 0.
+template <class Q>
+__attribute__((target("avx2,fma"), always_inline)) inline void roundStore8(Q* y, __m256 q, __m256i zp,
+                                                                         __m256i keep) {
+  q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i v = _mm256_and_si256(_mm256_add_epi32(_mm256_cvtps_epi32(q), zp), keep);
+  // In range already: the saturating packs only narrow.
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i bytes = std::is_signed<Q>::value ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(y), bytes);
+}
+
+// quantize8Body's steps 8 lanes at a time with x / s by divideByFma, for a
+// scale where dividesByFma. Where q0 = x * r is not finite (x infinite or
+// NaN, or the quotient past the float range) the quotient is q0's own value.
+// The tail goes through quantize8Body.
 
 template <class Q>
 __attribute__((target("avx2,fma"))) void quantize8Fma(const float* x, Q* y, int64_t n, float s, int32_t zp, float lo,
@@ -130,17 +154,12 @@ __attribute__((target("avx2,fma"))) void quantize8Fma(const float* x, Q* y, int6
   int64_t i = 0;
   for(; i + 8 <= n; i += 8) {
     const __m256 vx = _mm256_loadu_ps(x + i);
-    __m256 q0 = _mm256_mul_ps(vx, vr);
-    opaque(q0);
-    __m256 q = _mm256_fmadd_ps(_mm256_fnmadd_ps(q0, vs, vx), vr, q0);
+    const __m256 q0 = _mm256_mul_ps(vx, vr);
+    __m256 q = divideByFma(vx, vs, vr);
     q = _mm256_blendv_ps(q0, q, _mm256_cmp_ps(_mm256_andnot_ps(sign, q0), inf, _CMP_LT_OQ));
     const __m256 ordered = _mm256_cmp_ps(q, q, _CMP_ORD_Q);  // NaN: 0 (as QuantizeOf)
     q = _mm256_min_ps(_mm256_max_ps(q, vlo), vhi);
-    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256i v = _mm256_and_si256(_mm256_add_epi32(_mm256_cvtps_epi32(q), vzp), _mm256_castps_si256(ordered));
-    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    const __m128i bytes = std::is_signed<Q>::value ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), bytes);
+    roundStore8(y + i, q, vzp, _mm256_castps_si256(ordered));
   }
   quantize8Body(x + i, y + i, n - i, s, zp, lo, hi);
 }
@@ -149,7 +168,7 @@ __attribute__((target("avx2,fma"))) void quantize8Fma(const float* x, Q* y, int6
 template <class Q, class T>
 void quantizeSpan(const T* x, Q* y, int64_t n, T s, int32_t zp, double lo, double hi) {
   if constexpr(std::is_same<T, float>::value && sizeof(Q) == 1) {
-#ifdef ONYX_QADD_FMA
+#ifdef ONYX_QUANT_FMA
     // (bestIsa() above scalar: the CPU has AVX2 and FMA.)
     if(host::vec::bestIsa() != host::vec::Isa::scalar && dividesByFma(s))
       return quantize8Fma(x, y, n, s, zp, float(lo), float(hi));
@@ -659,19 +678,13 @@ void qaddSpanBase(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f) {
   qaddSpanBody<Relu>(a, b, y, n, f);
 }
 
-#ifdef ONYX_QADD_FMA
-// Whether qaddSpanFma's quotient is exact for these parameters: x / y_scale
-// is computed as q0 = x * r with r = 1 / y_scale (correctly rounded), then
-// q0 + r * (x - q0 * y_scale) with two FMAs, which is the correctly rounded
-// quotient (Markstein's theorem) unless an intermediate overflows or
-// underflows; with every scale and 1 / y_scale in [2^-60, 2^60] none can
-// (|x| <= 2^9 * 2^61; a nonzero |x| >= 2^-24 * 2^-60).
+#ifdef ONYX_QUANT_FMA
+// Whether qaddSpanFma's quotient x / y_scale is exact (divideByFma) for
+// these parameters: every scale in dividesByFma's range.
 template <class Q>
 bool qaddDividesByFma(const QAddOf<Q>& f) {
-  auto sane = [](float v) { return v >= 0x1p-60f && v <= 0x1p60f; };
-  return sane(f.as) && sane(f.bs) && sane(f.ys) && sane(1.0f / f.ys);
+  return dividesByFma(f.as) && dividesByFma(f.bs) && dividesByFma(f.ys);
 }
-
 
 // 8 int8/uint8 values as float lanes.
 template <class Q>
@@ -689,7 +702,7 @@ __attribute__((target("avx2,fma"))) void qaddSpanFma(const Q* a, const Q* b, Q* 
                bz = _mm256_set1_ps(f.bz), ys = _mm256_set1_ps(f.ys), r = _mm256_set1_ps(1.0f / f.ys),
                lo = _mm256_set1_ps(float(std::numeric_limits<Q>::lowest() - zp)),
                hi = _mm256_set1_ps(float(std::numeric_limits<Q>::max() - zp)), zero = _mm256_setzero_ps();
-  const __m256i vzp = _mm256_set1_epi32(zp);
+  const __m256i vzp = _mm256_set1_epi32(zp), all = _mm256_set1_epi32(-1);
   int64_t i = 0;
   for(; i + 8 <= n; i += 8) {
     __m256 pa = _mm256_mul_ps(_mm256_sub_ps(widen8(a + i), az), as);
@@ -698,16 +711,8 @@ __attribute__((target("avx2,fma"))) void qaddSpanFma(const Q* a, const Q* b, Q* 
     opaque(pb);
     __m256 x = _mm256_add_ps(pa, pb);
     if(Relu) x = _mm256_max_ps(x, zero);  // x > 0 ? x : +0
-    __m256 q = _mm256_mul_ps(x, r);
-    opaque(q);
-    q = _mm256_fmadd_ps(_mm256_fnmadd_ps(q, ys, x), r, q);
-    q = _mm256_min_ps(_mm256_max_ps(q, lo), hi);
-    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256i v = _mm256_add_epi32(_mm256_cvtps_epi32(q), vzp);
-    // In range already: the saturating packs only narrow.
-    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    const __m128i bytes = std::is_signed<Q>::value ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), bytes);
+    const __m256 q = _mm256_min_ps(_mm256_max_ps(divideByFma(x, ys, r), lo), hi);
+    roundStore8(y + i, q, vzp, all);
   }
   qaddSpanBody<Relu>(a + i, b + i, y + i, n - i, f);
 }
@@ -716,7 +721,7 @@ __attribute__((target("avx2,fma"))) void qaddSpanFma(const Q* a, const Q* b, Q* 
 
 template <bool Relu, class Q>
 void qaddSpan(const Q* a, const Q* b, Q* y, int64_t n, const QAddOf<Q>& f, bool fma) {
-#ifdef ONYX_QADD_FMA
+#ifdef ONYX_QUANT_FMA
   if(fma) return qaddSpanFma<Relu>(a, b, y, n, f);
 #else
   (void)fma;
@@ -762,7 +767,7 @@ ONYX_OP(kQLinearAdd, "qlinear_add")
             const int64_t n = c.out.size();
             // (bestIsa() above scalar: the CPU has AVX2 and FMA.)
             bool fma = false;
-#ifdef ONYX_QADD_FMA
+#ifdef ONYX_QUANT_FMA
             fma = host::vec::bestIsa() != host::vec::Isa::scalar && qaddDividesByFma(f);
 #endif
             host::parallelFor(n, n * 4, [&](int64_t lo, int64_t hi) {
