@@ -88,6 +88,10 @@ float perChannelF(const TensorBase& t, int64_t m) { return t.data<float>()[t.siz
 struct QConvState {
   // what it was made from
   const void* w = nullptr;
+  // w_scale and w_zero_point's buffers, when both are constants (whose
+  // values cannot change under the same buffer, as w's): null otherwise
+  const void* wScaleConst = nullptr;
+  const void* wZpConst = nullptr;
   std::vector<int64_t> wZp;
   std::vector<float> key;  // x_scale, y_scale, w_scale..
   int threads = 0;
@@ -123,6 +127,10 @@ void build(QConvState& s, const KernelCtx& c) {
   const TensorBase& w = *c.in[kW];
   const int64_t M = w.shape()[0], per = w.size() / std::max<int64_t>(M, 1);
   s.w = w.raw();
+  const bool constParams = c.node.child(kWScale)->kind() == NodeKind::Constant &&
+                           c.node.child(kWZp)->kind() == NodeKind::Constant;
+  s.wScaleConst = constParams ? c.in[kWScale]->raw() : nullptr;
+  s.wZpConst = constParams ? c.in[kWZp]->raw() : nullptr;
   s.wZp = wZpOf(c);
   s.key = paramKey(c);
   s.threads = host::numThreads();
@@ -161,6 +169,9 @@ bool current(const QConvState& s, const KernelCtx& c) {
      s.xType != c.in[kX]->type())
     return false;
   const TensorBase &ws = *c.in[kWScale], &z = *c.in[kWZp];
+  if(s.key[0] != c.in[kXScale]->data<float>()[0] || s.key[1] != c.in[kYScale]->data<float>()[0]) return false;
+  // Per-channel parameters (up to thousands) compared by buffer when constant.
+  if(s.wScaleConst && s.wScaleConst == ws.raw() && s.wZpConst == z.raw()) return true;
   if(s.key.size() != size_t(ws.size()) + 2 || s.wZp.size() != size_t(z.size()) ||
      s.key[0] != c.in[kXScale]->data<float>()[0] || s.key[1] != c.in[kYScale]->data<float>()[0] ||
      !std::equal(s.key.begin() + 2, s.key.end(), ws.data<float>()))
