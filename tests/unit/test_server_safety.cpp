@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <thread>
 
@@ -86,20 +87,26 @@ Tensor batch(int64_t n, int seed) {
   return TensorBase::fromVector<float>({n, 16}, v);
 }
 
-TEST(ServerSession, ConcurrentRunsEqualSerialRuns) {
-  auto model = mlpModel();
-  const std::vector<int64_t> sizes = {1, 2, 3, 5, 8, 13};
-  const int kThreads = 8, kRuns = 200, kSeeds = 4;
+// Runs `input(n, seed)` through one Session from kThreads threads at once
+// (threads = 1 each, kRuns runs each, sizes and seeds mixed) and counts the
+// results that differ from one serial Session's (mismatches) and the runs
+// that threw (errors); want: the serial results, for checks of their own.
+struct ConcurrentResult {
+  int mismatches = 0, errors = 0;
+  std::map<std::pair<int64_t, int>, std::vector<float>> want;
+};
+
+ConcurrentResult runConcurrently(const std::shared_ptr<Model>& model, Session& shared,
+                                 const std::function<Tensor(int64_t, int)>& input, const std::vector<int64_t>& sizes,
+                                 int kThreads, int kRuns, int kSeeds) {
   SessionOptions o;
   o.threads = 1;
-  // The reference: one session, one thread, every (size, seed) once.
-  std::map<std::pair<int64_t, int>, std::vector<float>> want;
+  ConcurrentResult res;
   {
     Session ref(model, o);
     for(auto n : sizes)
-      for(int s = 0; s < kSeeds; ++s) want[{n, s}] = ref.run({{"x", batch(n, s)}}).at("y")->toVector<float>();
+      for(int s = 0; s < kSeeds; ++s) res.want[{n, s}] = ref.run({{"x", input(n, s)}}).at("y")->toVector<float>();
   }
-  Session shared(model, o);
   std::atomic<int> mismatches{0}, errors{0};
   std::vector<std::thread> pool;
   for(int t = 0; t < kThreads; ++t)
@@ -108,15 +115,32 @@ TEST(ServerSession, ConcurrentRunsEqualSerialRuns) {
         int64_t n = sizes[static_cast<size_t>((t * 31 + r * 7) % static_cast<int>(sizes.size()))];
         int s = (t + r) % kSeeds;
         try {
-          if(shared.run({{"x", batch(n, s)}}).at("y")->toVector<float>() != want.at({n, s})) ++mismatches;
+          if(shared.run({{"x", input(n, s)}}).at("y")->toVector<float>() != res.want.at({n, s})) ++mismatches;
         } catch(const std::exception&) {
           ++errors;
         }
       }
     });
   for(auto& th : pool) th.join();
-  EXPECT_EQ(mismatches.load(), 0);
-  EXPECT_EQ(errors.load(), 0);
+  res.mismatches = mismatches.load();
+  res.errors = errors.load();
+  return res;
+}
+
+SessionOptions oneThread() {
+  SessionOptions o;
+  o.threads = 1;
+  return o;
+}
+
+TEST(ServerSession, ConcurrentRunsEqualSerialRuns) {
+  auto model = mlpModel();
+  const std::vector<int64_t> sizes = {1, 2, 3, 5, 8, 13};
+  const int kThreads = 8;
+  Session shared(model, oneThread());
+  const ConcurrentResult r = runConcurrently(model, shared, batch, sizes, kThreads, 200, 4);
+  EXPECT_EQ(r.mismatches, 0);
+  EXPECT_EQ(r.errors, 0);
   // At most one graph per signature per thread was ever built, and the
   // cache holds no more than were built.
   EXPECT_GE(shared.graphsBuilt(), sizes.size());
@@ -184,40 +208,19 @@ Tensor image(int64_t n, int seed) {
 
 TEST(ServerSession, ConcurrentQuantizedConvolutionsEqualSerialRuns) {
   auto model = qconvModel();
-  const std::vector<int64_t> sizes = {1, 2, 3};
-  const int kThreads = 8, kRuns = 100, kSeeds = 3;
-  SessionOptions o;
-  o.threads = 1;
-  std::map<std::pair<int64_t, int>, std::vector<float>> want;
-  {
-    Session ref(model, o);
-    for(auto n : sizes)
-      for(int s = 0; s < kSeeds; ++s) want[{n, s}] = ref.run({{"x", image(n, s)}}).at("y")->toVector<float>();
-  }
-  // The outputs differ from seed to seed (else equality would prove little).
-  EXPECT_NE(want.at({2, 0}), want.at({2, 1}));
-  Session shared(model, o);
+  const int kThreads = 8, kRuns = 100;
+  Session shared(model, oneThread());
   const uint64_t dnnlBefore = host::dnnlConvRuns();
-  std::atomic<int> mismatches{0}, errors{0};
-  std::vector<std::thread> pool;
-  for(int t = 0; t < kThreads; ++t)
-    pool.emplace_back([&, t] {
-      for(int r = 0; r < kRuns; ++r) {
-        int64_t n = sizes[static_cast<size_t>((t * 5 + r * 7) % static_cast<int>(sizes.size()))];
-        int s = (t + r) % kSeeds;
-        try {
-          if(shared.run({{"x", image(n, s)}}).at("y")->toVector<float>() != want.at({n, s})) ++mismatches;
-        } catch(const std::exception&) {
-          ++errors;
-        }
-      }
-    });
-  for(auto& th : pool) th.join();
-  EXPECT_EQ(mismatches.load(), 0);
-  EXPECT_EQ(errors.load(), 0);
+  const ConcurrentResult r = runConcurrently(model, shared, image, {1, 2, 3}, kThreads, kRuns, 3);
+  // The outputs differ from seed to seed (else equality would prove little).
+  EXPECT_NE(r.want.at({2, 0}), r.want.at({2, 1}));
+  EXPECT_EQ(r.mismatches, 0);
+  EXPECT_EQ(r.errors, 0);
   // With VNNI every run went through oneDNN's int8 convolution (7-bit
   // weights: exact there without VNNI as well).
-  if(host::dnnlEnabled()) EXPECT_GE(host::dnnlConvRuns() - dnnlBefore, uint64_t(kThreads * kRuns));
+  if(host::dnnlEnabled()) {
+    EXPECT_GE(host::dnnlConvRuns() - dnnlBefore, uint64_t(kThreads * kRuns));
+  }
 }
 
 TEST(ServerSession, CacheIsBoundedLeastRecentlyUsedFirst) {
