@@ -173,7 +173,6 @@ bool current(const QConvState& s, const KernelCtx& c) {
   // Per-channel parameters (up to thousands) compared by buffer when constant.
   if(s.wScaleConst && s.wScaleConst == ws.raw() && s.wZpConst == z.raw()) return true;
   if(s.key.size() != size_t(ws.size()) + 2 || s.wZp.size() != size_t(z.size()) ||
-     s.key[0] != c.in[kXScale]->data<float>()[0] || s.key[1] != c.in[kYScale]->data<float>()[0] ||
      !std::equal(s.key.begin() + 2, s.key.end(), ws.data<float>()))
     return false;
   for(int64_t i = 0; i < z.size(); ++i)

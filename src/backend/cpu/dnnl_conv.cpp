@@ -817,18 +817,17 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
     a.src = q.reorderSrc ? memory(q.src, eng, arena + srcOff) : a.srcUser;
     a.dst = q.reorderDst ? memory(q.dst, eng, arena + dstOff) : a.dstUser;
     // The zero points live in the entry.
-    QConvArgs& e = a;
     const memory::desc zpMd({1}, memory::data_type::s32, Tag::a);
-    e.xzm = memory(zpMd, eng, &e.xz);
-    e.yzm = memory(zpMd, eng, &e.yz);
-    e.args = {{DNNL_ARG_SRC, e.src},
+    a.xzm = memory(zpMd, eng, &a.xz);
+    a.yzm = memory(zpMd, eng, &a.yz);
+    a.args = {{DNNL_ARG_SRC, a.src},
               {DNNL_ARG_WEIGHTS, q.weights},
-              {DNNL_ARG_DST, e.dst},
-              {DNNL_ARG_SCRATCHPAD, e.scratch},
-              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, e.xzm},
-              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, e.yzm}};
+              {DNNL_ARG_DST, a.dst},
+              {DNNL_ARG_SCRATCHPAD, a.scratch},
+              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, a.xzm},
+              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, a.yzm}};
     if(!q.biasData.empty())
-      e.args[DNNL_ARG_BIAS] = memory(q.biasMd, eng, const_cast<int32_t*>(q.biasData.data()));
+      a.args[DNNL_ARG_BIAS] = memory(q.biasMd, eng, const_cast<int32_t*>(q.biasData.data()));
     std::lock_guard<std::mutex> lock(q.mu);
     // Threads that came and went (a server's short-lived ones) do not pile
     // up: past a bound the map starts afresh (entries in use stay alive
