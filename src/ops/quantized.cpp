@@ -19,6 +19,13 @@
 //   point as s8.
 //   oneDNN scales in float32: a result may differ from the reference by one
 //   unit where the float32 and float64 products round differently.
+// - int8 split, without VNNI for full-range weights (onnxruntime's default
+//   quantization): the pairs of weights whose int16 sum could saturate are
+//   clamped into [-64, 64] for oneDNN (host::int8PairSplit), which then
+//   gives exact int32 sums; the few weights taken off (on real layers
+//   about 0.1%) are multiplied and added in by addRest, and the sums
+//   requantized as the exact loops do (float64 product: the reference's
+//   bytes). Taken while the rest is at most 1 in 256 weights.
 // - float32: the convolution of (x - x_zp) and (w - w_zp) through the float
 //   kernels (channels-last tensors stay so: oneDNN takes NHWC), then the
 //   requantization. Products of 8-bit integers are exact
@@ -83,6 +90,13 @@ void toUnsigned(const int8_t* from, uint8_t* to, int64_t n) {
 // Entry m, or the only one.
 float perChannelF(const TensorBase& t, int64_t m) { return t.data<float>()[t.size() == 1 ? 0 : m]; }
 
+// One weight of int8PairSplit's rest: output channel m, input channel ch
+// (of x), weight w, and tap offsets k * dilation - pad per spatial dim.
+struct RestTap {
+  int64_t m = 0, ch = 0, off[3] = {0, 0, 0};
+  int32_t w = 0;
+};
+
 // What a node's kernel keeps between runs, rebuilt when the weights or the
 // quantization parameters it was made from change.
 struct QConvState {
@@ -104,6 +118,11 @@ struct QConvState {
   // int8 path
   std::shared_ptr<host::DnnlQConv> dnnl;
   bool triedDnnl = false;
+  // without VNNI, full-range weights: what the int8 kernel's weights leave
+  // out (host::int8PairSplit; empty otherwise), and where each output
+  // channel's entries start (M + 1 offsets)
+  std::vector<RestTap> restTaps;  // ordered by m
+  std::vector<size_t> restStart;
   // float path
   std::vector<float> wf, bf;
   host::DnnlWeightSlot slot;
@@ -157,6 +176,8 @@ void build(QConvState& s, const KernelCtx& c) {
   }
   s.dnnl.reset();
   s.triedDnnl = false;
+  s.restTaps.clear();
+  s.restStart.clear();
   s.wf.clear();
   s.bf.clear();
   s.slot.reset();
@@ -181,15 +202,43 @@ bool current(const QConvState& s, const KernelCtx& c) {
 }
 
 // y = saturate(round(acc * S[m]) + y_zp), the product in float64: a row of
-// one channel (factor f), or a channels-last row of every channel.
+// one channel (factor f), or a channels-last row of every channel. Written
+// to vectorize (roundClamped), compiled for AVX2 and for the baseline,
+// picked at run time (bestIsa() above scalar: the CPU has AVX2).
 template <class Y, class A>
-void requantizeRow(const A* a, Y* o, int64_t P, double f, double lo, double hi, int32_t zp) {
+__attribute__((always_inline)) inline void requantizeRowBody(const A* __restrict a, Y* __restrict o, int64_t P,
+                                                             double f, double lo, double hi, int32_t zp) {
   for(int64_t p = 0; p < P; ++p) o[p] = Y(int32_t(ops::roundClamped(double(a[p]) * f, lo, hi)) + zp);
 }
 
-template <class Y>
-void requantizeRowPerChannel(const float* a, Y* o, int64_t M, const double* f, double lo, double hi, int32_t zp) {
+template <class Y, class A>
+__attribute__((always_inline)) inline void requantizeRowPerChannelBody(const A* __restrict a, Y* __restrict o,
+                                                                       int64_t M, const double* __restrict f,
+                                                                       double lo, double hi, int32_t zp) {
   for(int64_t m = 0; m < M; ++m) o[m] = Y(int32_t(ops::roundClamped(double(a[m]) * f[m], lo, hi)) + zp);
+}
+
+template <class Y, class A>
+ONYX_TARGET_AVX2 void requantizeRowAvx2(const A* a, Y* o, int64_t P, double f, double lo, double hi, int32_t zp) {
+  requantizeRowBody(a, o, P, f, lo, hi, zp);
+}
+
+template <class Y, class A>
+ONYX_TARGET_AVX2 void requantizeRowPerChannelAvx2(const A* a, Y* o, int64_t M, const double* f, double lo, double hi,
+                                                  int32_t zp) {
+  requantizeRowPerChannelBody(a, o, M, f, lo, hi, zp);
+}
+
+template <class Y, class A>
+void requantizeRow(const A* a, Y* o, int64_t P, double f, double lo, double hi, int32_t zp) {
+  if(host::vec::bestIsa() != host::vec::Isa::scalar) requantizeRowAvx2(a, o, P, f, lo, hi, zp);
+  else requantizeRowBody(a, o, P, f, lo, hi, zp);
+}
+
+template <class Y, class A>
+void requantizeRowPerChannel(const A* a, Y* o, int64_t M, const double* f, double lo, double hi, int32_t zp) {
+  if(host::vec::bestIsa() != host::vec::Isa::scalar) requantizeRowPerChannelAvx2(a, o, M, f, lo, hi, zp);
+  else requantizeRowPerChannelBody(a, o, M, f, lo, hi, zp);
 }
 
 template <class Y, class A>
@@ -203,8 +252,8 @@ void requantize(const A* acc, Y* y, const std::vector<float>& S, int64_t yzp, in
 }
 
 // The same for channels-last acc and y ([N, P, M] in memory).
-template <class Y>
-void requantizeNhwc(const float* acc, Y* y, const std::vector<float>& S, int64_t yzp, int64_t N, int64_t M,
+template <class Y, class A>
+void requantizeNhwc(const A* acc, Y* y, const std::vector<float>& S, int64_t yzp, int64_t N, int64_t M,
                     int64_t P) {
   const double lo = double(std::numeric_limits<Y>::lowest()) - double(yzp);
   const double hi = double(std::numeric_limits<Y>::max()) - double(yzp);
@@ -280,16 +329,109 @@ void channelsLast(const TensorBase& from, TensorBase& to, bool toNhwc) {
   });
 }
 
-// The int8 path: true when oneDNN ran it.
+// acc[n, m, o..] += the products of s.restTaps: the int8 kernel's sums made
+// whole (host::int8PairSplit). x is u8 with zero point xzp; padding adds
+// nothing. Channels-last x or acc as the convolution's: a channels-last acc
+// goes position by position (each position's row of M sums stays in
+// cache), a plain one entry by entry (each entry's row of positions).
+void addRest(const QConvState& s, const host::ConvDims& cd, const uint8_t* x, int32_t xzp, bool xNhwc, bool yNhwc,
+             int32_t* acc) {
+  const host::ConvGeom& g = cd.g;
+  const int64_t C = cd.C, M = cd.M, P = cd.P, imgSize = g.imgSize;
+  auto xAt = [&](int64_t n, int64_t ch, int64_t at) {
+    return int32_t(x[xNhwc ? (n * imgSize + at) * C + ch : (n * C + ch) * imgSize + at]) - xzp;
+  };
+  const int64_t work = int64_t(s.restTaps.size()) * cd.N * P;
+  if(yNhwc && xNhwc && g.identity()) {  // 1x1, stride 1, no padding: x's position is y's
+    host::parallelFor(cd.N * P, work, [&](int64_t b, int64_t e) {
+      for(int64_t np = b; np < e; ++np) {
+        int32_t* __restrict row = acc + np * M;
+        const uint8_t* xp = x + np * C;
+        for(const RestTap& t : s.restTaps) row[t.m] += t.w * (int32_t(xp[t.ch]) - xzp);
+      }
+    });
+    return;
+  }
+  if(yNhwc) {
+    host::parallelFor(cd.N * P, work, [&](int64_t b, int64_t e) {
+      for(int64_t np = b; np < e; ++np) {
+        const int64_t n = np / P, op = np % P;
+        const int64_t o2 = op % g.pos[2], o1 = (op / g.pos[2]) % g.pos[1], o0 = op / (g.pos[2] * g.pos[1]);
+        const int64_t b0 = o0 * g.s[0], b1 = o1 * g.s[1], b2 = o2 * g.s[2];
+        int32_t* row = acc + np * M;
+        for(const RestTap& t : s.restTaps) {
+          const int64_t i0 = b0 + t.off[0], i1 = b1 + t.off[1], i2 = b2 + t.off[2];
+          if(i0 < 0 || i0 >= g.img[0] || i1 < 0 || i1 >= g.img[1] || i2 < 0 || i2 >= g.img[2]) continue;
+          row[t.m] += t.w * xAt(n, t.ch, (i0 * g.img[1] + i1) * g.img[2] + i2);
+        }
+      }
+    });
+    return;
+  }
+  host::parallelFor(M, work, [&](int64_t mb, int64_t me) {
+    for(size_t r = s.restStart[size_t(mb)]; r < s.restStart[size_t(me)]; ++r) {
+      const RestTap& t = s.restTaps[r];
+      for(int64_t n = 0; n < cd.N; ++n) {
+        int32_t* row = acc + (n * M + t.m) * P;
+        for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
+          const int64_t i0 = o0 * g.s[0] + t.off[0];
+          if(i0 < 0 || i0 >= g.img[0]) continue;
+          for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
+            const int64_t i1 = o1 * g.s[1] + t.off[1];
+            if(i1 < 0 || i1 >= g.img[1]) continue;
+            for(int64_t o2 = 0; o2 < g.pos[2]; ++o2) {
+              const int64_t i2 = o2 * g.s[2] + t.off[2];
+              if(i2 < 0 || i2 >= g.img[2]) continue;
+              row[(o0 * g.pos[1] + o1) * g.pos[2] + o2] += t.w * xAt(n, t.ch, (i0 * g.img[1] + i1) * g.img[2] + i2);
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// The int8 path: true when oneDNN ran it. Without VNNI, weights beyond
+// [-64, 64] go through int8PairSplit: oneDNN gives the int32 sums of the
+// clamped weights, addRest the rest, and the requantization is the exact
+// path's (float64 product).
 bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
+  const bool xNhwc = c.attrs.i("x_nhwc") != 0, yNhwc = c.attrs.i("y_nhwc") != 0;
   if(!s.triedDnnl) {
     s.triedDnnl = true;
-    if((host::dnnlInt8Exact(s.wMaxAbs) || cd.Cg == 1) && s.wMin >= -128 && s.wMax <= 127) {
-      std::vector<int8_t> w8(s.wq.begin(), s.wq.end());
+    if(s.wMin >= -128 && s.wMax <= 127) {
+      std::vector<int8_t> w8;
+      if(!host::dnnlInt8Exact(s.wMaxAbs) && cd.Cg != 1) {
+        host::Int8PairSplit sp = host::int8PairSplit(s.wq.data(), cd.M, cd.Cg, cd.g.kSize);
+        // Each entry of the rest is a scalar multiply-add per output
+        // position, a few hundred times the int8 kernel's cost per
+        // product: past 1 in 256 weights the float path is faster (ResNet-50
+        // and MobileNetV2 quantized per tensor, Zen 3; their layers' rest
+        // is a median 1 in 770 and 1 in 280 of the weights).
+        if(sp.rest.size() * 256 <= s.wq.size()) {
+          w8 = std::move(sp.main);
+          const host::ConvGeom& g = cd.g;
+          s.restStart.assign(size_t(cd.M) + 1, 0);
+          for(const host::Int8PairSplit::Entry& e : sp.rest) {
+            RestTap t;
+            t.m = e.outer;
+            t.ch = (e.outer / cd.Mg) * cd.Cg + e.l;
+            t.w = e.w;
+            const int64_t k[3] = {e.inner / (g.k[2] * g.k[1]), (e.inner / g.k[2]) % g.k[1], e.inner % g.k[2]};
+            for(int d = 0; d < 3; ++d) t.off[d] = k[d] * g.d[d] - g.pb[d];
+            s.restTaps.push_back(t);
+            ++s.restStart[size_t(e.outer) + 1];
+          }
+          for(size_t m = 0; m < size_t(cd.M); ++m) s.restStart[m + 1] += s.restStart[m];
+        }
+      } else {
+        w8.assign(s.wq.begin(), s.wq.end());
+      }
       std::vector<int32_t> b32;
       if(c.in.size() > kBias) b32.assign(c.in[kBias]->data<int32_t>(), c.in[kBias]->data<int32_t>() + cd.M);
-      s.dnnl = host::dnnlQConvPrepare(cd, nd, w8.data(), b32.empty() ? nullptr : b32.data(), s.S,
-                                      c.out.type() == Type::int8, c.attrs.i("x_nhwc") != 0, c.attrs.i("y_nhwc") != 0);
+      if(!w8.empty())
+        s.dnnl = host::dnnlQConvPrepare(cd, nd, w8.data(), b32.empty() ? nullptr : b32.data(), s.S,
+                                        c.out.type() == Type::int8, xNhwc, yNhwc, !s.restTaps.empty());
     }
   }
   if(!s.dnnl) return false;
@@ -302,7 +444,20 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
     x = shifted->data<uint8_t>();
     xzp += 128;
   }
-  host::dnnlQConvRun(*s.dnnl, x, int32_t(xzp), c.out.raw(), int32_t(intAt(*c.in[kYZp], 0)));
+  if(s.restTaps.empty()) {
+    host::dnnlQConvRun(*s.dnnl, x, int32_t(xzp), c.out.raw(), int32_t(intAt(*c.in[kYZp], 0)));
+    return true;
+  }
+  Tensor accT = c.scratch(c.out.shape(), Type::int32);
+  int32_t* acc = accT->data<int32_t>();
+  host::dnnlQConvRun(*s.dnnl, x, int32_t(xzp), acc, 0);
+  addRest(s, cd, x, int32_t(xzp), xNhwc, yNhwc, acc);
+  dispatch8(c.out.type(), [&](auto tag) {
+    using Y = typename decltype(tag)::type;
+    const int64_t yzp = intAt(*c.in[kYZp], 0);
+    if(yNhwc) requantizeNhwc(acc, c.out.data<Y>(), s.S, yzp, cd.N, cd.M, cd.P);
+    else requantize(acc, c.out.data<Y>(), s.S, yzp, cd.N, cd.M, cd.P);
+  });
   return true;
 }
 
@@ -496,6 +651,7 @@ struct MatMulIntState {
   std::vector<float> bf;  // B - b_zp, [K, N]
   std::vector<double> bd;  // the same in float64, made when first needed
   double maxAbs = 0, maxColumnSum = 0, maxColumnNorm = 0;
+  bool fitsInt8 = true;  // every B - b_zp in [-128, 127]
   // oneDNN's int8 matmul, by row count and thread count (made when exact on
   // this CPU; oneDNN splits the work for the threads it was made for: one
   // made for 1 thread stays on one)
@@ -505,7 +661,26 @@ struct MatMulIntState {
     std::shared_ptr<host::DnnlQMatMul> q;
   };
   std::vector<Made> dnnl;
+  // The int8 weights oneDNN gets (B - b_zp; without VNNI, clamped by
+  // host::int8PairSplit, whose rest is then listed) and whether oneDNN can
+  // take them (made when first needed).
+  bool splitMade = false, int8Ok = false;
+  std::vector<int8_t> w8;
+  std::vector<host::Int8PairSplit::Entry> rest;  // outer 0, l = k, inner = n
 };
+
+// The rest of MatMulIntState's split added to y [rows, N] (int32): y[r, n]
+// += w * (a[r, k] - azp) per entry.
+void addMatMulRest(const MatMulIntState& st, const uint8_t* a, int32_t azp, int64_t rows, int64_t K, int64_t N,
+                   int32_t* y) {
+  host::parallelFor(rows, rows * int64_t(st.rest.size()), [&](int64_t b, int64_t e) {
+    for(int64_t r = b; r < e; ++r) {
+      const uint8_t* ar = a + r * K;
+      int32_t* __restrict yr = y + r * N;
+      for(const host::Int8PairSplit::Entry& t : st.rest) yr[t.inner] += t.w * (int32_t(ar[t.l]) - azp);
+    }
+  });
+}
 
 void buildMatMulInt(MatMulIntState& s, const TensorBase& B, const TensorBase* bz) {
   const int64_t K = B.shape()[0], N = B.shape()[1];
@@ -515,6 +690,7 @@ void buildMatMulInt(MatMulIntState& s, const TensorBase& B, const TensorBase* bz
   s.bf.resize(size_t(K * N));
   std::vector<double> col(size_t(N), 0), sq(size_t(N), 0);
   s.maxAbs = 0;
+  s.fitsInt8 = true;
   for(int64_t k = 0; k < K; ++k)
     for(int64_t n = 0; n < N; ++n) {
       const int64_t v = intAt(B, k * N + n) - s.zp[s.zp.size() == 1 ? 0 : size_t(n)];
@@ -523,6 +699,7 @@ void buildMatMulInt(MatMulIntState& s, const TensorBase& B, const TensorBase* bz
       col[size_t(n)] += m;
       sq[size_t(n)] += m * m;
       s.maxAbs = std::max(s.maxAbs, m);
+      s.fitsInt8 = s.fitsInt8 && v >= -128 && v <= 127;
     }
   s.maxColumnSum = s.maxColumnNorm = 0;
   for(int64_t n = 0; n < N; ++n) {
@@ -606,15 +783,31 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
   }
   int64_t azp = az ? intAt(*az, 0) : 0;
   // int8 through oneDNN where it sums exactly (see qlinear_conv); s8 A runs
-  // as u8 (A + 128, zero point + 128).
-  if(host::dnnlEnabled() && st->maxAbs <= 127 && host::dnnlInt8Exact(int(st->maxAbs))) {
+  // as u8 (A + 128, zero point + 128). Without VNNI, full-range weights are
+  // split (host::int8PairSplit): oneDNN sums the clamped weights, the rest
+  // is added after, while it is at most 1 in 256 weights.
+  if(host::dnnlEnabled() && st->fitsInt8 && !st->splitMade) {
+    st->splitMade = true;
+    if(host::dnnlInt8Exact(int(st->maxAbs))) {
+      st->w8.assign(st->bf.begin(), st->bf.end());
+      st->int8Ok = true;
+    } else {
+      std::vector<int32_t> w32(st->bf.begin(), st->bf.end());
+      host::Int8PairSplit sp = host::int8PairSplit(w32.data(), 1, K, N);
+      if(sp.rest.size() * 256 <= size_t(K * N)) {
+        st->w8 = std::move(sp.main);
+        st->rest = std::move(sp.rest);
+        st->int8Ok = true;
+      }
+    }
+  }
+  if(host::dnnlEnabled() && st->int8Ok) {
     std::shared_ptr<host::DnnlQMatMul> q;
     const int threads = host::numThreads();
     for(auto& e : st->dnnl)
       if(e.rows == rows && e.threads == threads) q = e.q;
     if(!q) {
-      std::vector<int8_t> w8(st->bf.begin(), st->bf.end());
-      q = host::dnnlQMatMulPrepare(rows, K, N, w8.data());
+      q = host::dnnlQMatMulPrepare(rows, K, N, st->w8.data());
       if(q) st->dnnl.push_back({rows, threads, q});
     }
     if(q) {
@@ -628,6 +821,7 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
       }
       int32_t* acc = intOut();
       host::dnnlQMatMulRun(*q, a8, int32_t(azp), acc);
+      if(!st->rest.empty()) addMatMulRest(*st, a8, int32_t(azp), rows, K, N, acc);
       if(f) toFloatEpilogue(acc, rows, N, *f);
       return;
     }

@@ -8,12 +8,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <onyx/backend/cpu/vecmath.h>
+#include <onyx/core/error.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -723,6 +725,7 @@ struct DnnlQConv {
   std::vector<int32_t> biasData;  // empty: no bias
   memory::desc biasMd;
   size_t scratch = 0;
+  bool rawSums = false;
   // Each calling thread's memory objects (dnnlQConvRun), kept with the
   // primitive so that they go when it goes.
   mutable std::mutex mu;
@@ -730,7 +733,8 @@ struct DnnlQConv {
 };
 
 std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
-                                            const std::vector<float>& scales, bool ySigned, bool xNhwc, bool yNhwc) {
+                                            const std::vector<float>& scales, bool ySigned, bool xNhwc, bool yNhwc,
+                                            bool rawSums) {
   if((xNhwc || yNhwc) && nd != 2) return nullptr;
   if(nd < 1 || nd > 3 || cd.N <= 0 || cd.C <= 0 || cd.M <= 0 || cd.G <= 0 || cd.g.imgSize <= 0 ||
      cd.g.posSize <= 0 || cd.g.kSize <= 0 || !fits(cd) || scales.empty())
@@ -742,15 +746,18 @@ std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const in
   const Tag tag = plainTag(nd + 2);
   auto q = std::make_shared<DnnlQConv>();
   try {
-    const dt yt = ySigned ? dt::s8 : dt::u8;
+    const dt yt = rawSums ? dt::s32 : ySigned ? dt::s8 : dt::u8;
+    q->rawSums = rawSums;
     q->srcUser = memory::desc(cat({cd.N, cd.C}, l.img), dt::u8, xNhwc ? Tag::acdb : tag);
     q->dstUser = memory::desc(cat({cd.N, cd.M}, l.pos), yt, yNhwc ? Tag::acdb : tag);
     const memory::desc wUser = weightsMd(cd, l, false, dt::s8);
     if(bias) q->biasMd = memory::desc({cd.M}, dt::s32, Tag::a);
     dnnl::primitive_attr attr = userScratchpad();
-    attr.set_output_scales(scales.size() > 1 ? 2 : 0, scales);
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    if(!rawSums) {
+      attr.set_output_scales(scales.size() > 1 ? 2 : 0, scales);
+      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    }
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                       memory::desc(q->srcUser.dims(), dt::u8, Tag::any),
                                       memory::desc(wUser.dims(), dt::s8, Tag::any), q->biasMd,
@@ -824,8 +831,8 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
               {DNNL_ARG_WEIGHTS, q.weights},
               {DNNL_ARG_DST, a.dst},
               {DNNL_ARG_SCRATCHPAD, a.scratch},
-              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, a.xzm},
-              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, a.yzm}};
+              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, a.xzm}};
+    if(!q.rawSums) a.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = a.yzm;
     if(!q.biasData.empty())
       a.args[DNNL_ARG_BIAS] = memory(q.biasMd, eng, const_cast<int32_t*>(q.biasData.data()));
     std::lock_guard<std::mutex> lock(q.mu);
@@ -912,6 +919,31 @@ bool dnnlHasVnni() {
 }
 
 bool dnnlInt8Exact(int wMaxAbs) { return dnnlHasVnni() || wMaxAbs <= 64; }
+
+Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t inner) {
+  Int8PairSplit r;
+  r.main.resize(size_t(outer * L * inner));
+  for(int64_t i = 0; i < outer * L * inner; ++i) {
+    ONYX_ASSERT(w[i] >= -128 && w[i] <= 127, "int8PairSplit: weight ", w[i], " at ", i, " is not int8");
+    r.main[size_t(i)] = int8_t(w[i]);
+  }
+  auto clamp64 = [](int32_t v) { return std::min(64, std::max(-64, v)); };
+  for(int64_t o = 0; o < outer; ++o)
+    for(int64_t l = 0; l + 1 < L; l += 2)
+      for(int64_t in = 0; in < inner; ++in) {
+        const int64_t i0 = (o * L + l) * inner + in, i1 = i0 + inner;
+        if(std::abs(w[i0]) + std::abs(w[i1]) <= 128) continue;
+        for(const int64_t i : {i0, i1}) {
+          const int32_t m = clamp64(w[i]);
+          r.main[size_t(i)] = int8_t(m);
+          if(w[i] != m) r.rest.push_back({o, i == i0 ? l : l + 1, in, w[i] - m});
+        }
+      }
+  std::sort(r.rest.begin(), r.rest.end(), [](const Int8PairSplit::Entry& a, const Int8PairSplit::Entry& b) {
+    return std::tie(a.outer, a.l, a.inner) < std::tie(b.outer, b.l, b.inner);
+  });
+  return r;
+}
 
 bool dnnlHasBf16() {
   static const bool bf16 = [] {

@@ -134,9 +134,11 @@ struct DnnlQConv;
 // xNhwc / yNhwc: that tensor is stored channels-last ([N, H, W, C] in
 // memory; 2-D only), oneDNN's int8 layout, which then needs no reorder.
 // Null when oneDNN declines the problem (then nothing was built).
+// rawSums: y is int32, the sums conv(x - x_zp, w) + b[m] as they are (no
+// scale, no rounding, no zero point; scales and ySigned are not used).
 std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
                                             const std::vector<float>& scales, bool ySigned, bool xNhwc = false,
-                                            bool yNhwc = false);
+                                            bool yNhwc = false, bool rawSums = false);
 void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void* y, int32_t yZeroPoint);
 // An int8 matmul through oneDNN: y [rows, N] (int32) = (a - a_zp) . w with a
 // u8 [rows, K] and w s8 [K, N] (zero point already subtracted), reordered
@@ -154,6 +156,26 @@ void dnnlQMatMulRun(const DnnlQMatMul& q, const uint8_t* a, int32_t aZeroPoint, 
 bool dnnlInt8Exact(int wMaxAbs);
 // Whether oneDNN uses VNNI instructions on this CPU.
 bool dnnlHasVnni();
+
+// Full-range int8 weights made exact on a CPU without VNNI. oneDNN's int8
+// kernels there multiply 4 consecutive reduction entries (input channels of
+// a convolution, k of a matmul) by one u8 x 4 bytes and add the products in
+// pairs (2j, 2j + 1) in saturating int16 (vpmaddubsw) before int32: exact
+// while |w[2j]| + |w[2j + 1]| <= 128 (255 * 128 < 2^15). Weights viewed as
+// [outer, L, inner] with the pairs along L: every pair over that bound is
+// clamped into [-64, 64] in `main` (which then sums exactly), and what was
+// taken off is listed in `rest`, sparse (on real models about 0.1% of the
+// weights), to be added to the int32 sums separately.
+struct Int8PairSplit {
+  struct Entry {
+    int64_t outer, l, inner;
+    int32_t w;
+  };
+  std::vector<int8_t> main;  // the weights, clamped where needed
+  std::vector<Entry> rest;   // ordered by outer, then l, then inner
+};
+// w holds outer * L * inner values in [-128, 127].
+Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t inner);
 
 // ---- element-wise
 

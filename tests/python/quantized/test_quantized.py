@@ -197,6 +197,132 @@ def test_depthwise_qlinear_conv_with_extreme_values_is_exact(tmp_path, channels,
     np.testing.assert_array_equal(got, want)
 
 
+# Without VNNI (forced here with ONEDNN_MAX_CPU_ISA=AVX2, so that any x86
+# CPU runs these kernels), oneDNN adds u8 x s8 products in pairs of
+# consecutive reduction entries in saturating int16; Onyx clamps the pairs
+# that could saturate and adds the rest itself (host::int8PairSplit).
+NO_VNNI = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", ONEDNN_VERBOSE="1")
+
+
+def onyx_verbose(model, inputs, tmp_path):
+    """Runs model in onnx-run under NO_VNNI: (outputs, oneDNN's exec lines)."""
+    path = save(model, tmp_path / "m.onnx")
+    cmd = [tool("onnx-run"), str(path), "--output-dir", str(tmp_path / "o")]
+    for name, value in inputs.items():
+        np.save(tmp_path / f"{name}.npy", value)
+        cmd += ["--input", f"{name}={tmp_path / name}.npy"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=NO_VNNI, timeout=120)
+    assert r.returncode == 0, r.stderr.strip()
+    execs = [line for line in r.stdout.splitlines() if line.startswith("onednn_verbose,exec,cpu,")]
+    outs = {f[:-4]: np.load(tmp_path / "o" / f) for f in os.listdir(tmp_path / "o")}
+    return outs, execs
+
+
+def sparse_extreme_weights(rng, shape, fraction=0.0015):
+    """Weights in [-30, 30] with a few at the int8 extremes (as real
+    per-tensor quantized layers: mostly small, a few large)."""
+    w = rng.integers(-30, 31, shape).astype(np.int8)
+    mask = rng.random(shape) < fraction
+    w[mask] = rng.choice(np.array([-128, 127, -127, 126, 100, -90], np.int8), int(mask.sum()))
+    return w
+
+
+@pytest.mark.parametrize("xt,group,k,stride", [(np.uint8, 1, 3, 1), (np.int8, 1, 1, 1), (np.uint8, 2, 3, 2),
+                                               (np.int8, 1, 1, 2), (np.uint8, 1, 7, 2)])
+def test_qlinear_conv_full_range_weights_without_vnni_are_exact(tmp_path, xt, group, k, stride):
+    """Two chained QLinearConv (the second reads the first's output
+    channels-last) with full-range weights and inputs at the ends of their
+    range, where a pair of products overflows int16: oneDNN's int8 kernel
+    runs with int32 sums out (the split path), and every output equals
+    ONNX's reference (the split path requantizes in float64, as the
+    reference)."""
+    rng = np.random.default_rng(k * 10 + group)
+    info = np.iinfo(xt)
+    C, M = 64, 48
+    x = rng.choice(np.array([info.min, info.max, info.max - 1, info.min + 1], xt), (2, C, 12, 12))
+    w1 = sparse_extreme_weights(rng, (M, C // group, k, k))
+    w2 = sparse_extreme_weights(rng, (M, M, 1, 1))
+    inits = [numpy_helper.from_array(a, n) for a, n in [
+        (np.array(0.02, np.float32), "xs"), (np.array(3 if xt == np.uint8 else -5, xt), "xz"), (w1, "w1"),
+        (rng.uniform(0.002, 0.004, M).astype(np.float32), "ws1"), (np.zeros(M, np.int8), "wz1"),
+        (np.array(0.3, np.float32), "ys1"), (np.array(100, np.uint8), "yz1"),
+        (rng.integers(-3000, 3000, M).astype(np.int32), "b1"), (w2, "w2"), (np.array(0.002, np.float32), "ws2"),
+        (np.array(0, np.int8), "wz2"), (np.array(0.05, np.float32), "ys2"), (np.array(-3, np.int8), "yz2")]]
+    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w1", "ws1", "wz1", "ys1", "yz1", "b1"], ["h"],
+                              pads=[k // 2] * 4, group=group, strides=[stride] * 2),
+             helper.make_node("QLinearConv", ["h", "ys1", "yz1", "w2", "ws2", "wz2", "ys2", "yz2"], ["y"])]
+    graph = helper.make_graph(nodes, "split", [vi("x", xt, x.shape)], [vi("y", np.int8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    outs, execs = onyx_verbose(model, {"x": x}, tmp_path)
+    convs = [e for e in execs if ",convolution," in e]
+    assert len(convs) == 2 and all("dst_s32" in e for e in convs), convs
+    assert any("src_u8::blocked:acdb" in e for e in convs[1:]), "the second convolution did not read channels-last"
+    np.testing.assert_array_equal(outs["y"], want)
+    # oneDNN reads x as u8 (int8 x + 128): values of 254 and 255 beside
+    # weights of 126 and more overflow an int16 pair, so the split was needed
+    xu = x.astype(np.int32) + (128 if xt == np.int8 else 0)
+    assert xu.max() >= 254 and np.abs(w1.astype(np.int32)).max() >= 126
+
+
+def adversarial_pairs(n_reduce, n_out):
+    """Weights [n_reduce, n_out] (reduction first) of 0, 127, 127, 0, ...
+    along the reduction: every pair (2j, 2j + 1) sums to 127 in magnitude,
+    every pair (2j + 1, 2j + 2) to 254."""
+    col = np.tile(np.array([0, 127, 127, 0], np.int8), n_reduce // 4)
+    return np.repeat(col[:, None], n_out, 1) * np.where(np.arange(n_out) % 2, 1, -1).astype(np.int8)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_qlinear_conv_pairs_are_the_ones_assumed(tmp_path, k):
+    """The pairing int8PairSplit assumes, checked on oneDNN's kernels:
+    weights whose pairs (2j, 2j + 1) along the input channels are safe but
+    whose pairs (2j + 1, 2j + 2) are not, x = 255. Nothing is split, the
+    fused int8 kernel runs, and the result is the reference's (within
+    oneDNN's float32 scaling: one unit); a kernel that paired otherwise
+    would be off by 32003 in a sum, about 8 units here."""
+    C, M = 32, 16
+    w = adversarial_pairs(C, M).T.reshape(M, C, 1, 1).repeat(k, 2).repeat(k, 3)
+    x = np.full((1, C, 6, 6), 255, np.uint8)
+    inits = [numpy_helper.from_array(a, n) for a, n in [
+        (np.array(1.0, np.float32), "xs"), (np.array(0, np.uint8), "xz"), (w, "w"), (np.array(1.0, np.float32), "ws"),
+        (np.array(0, np.int8), "wz"), (np.array(4096.0 * k * k, np.float32), "ys"), (np.array(0, np.int8), "yz")]]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=[k // 2] * 4)
+    graph = helper.make_graph([node], "pairs", [vi("x", np.uint8, x.shape)], [vi("y", np.int8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    outs, execs = onyx_verbose(model, {"x": x}, tmp_path)
+    convs = [e for e in execs if ",convolution," in e]
+    assert len(convs) == 1 and "int8" in convs[0] and "dst_s8" in convs[0], convs
+    assert np.abs(want.astype(np.int32)).max() >= 100
+    d = np.abs(outs["y"].astype(np.int32) - want.astype(np.int32))
+    assert d.max() <= 1, d.max()
+
+
+@pytest.mark.parametrize("at", [np.uint8, np.int8])
+def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at):
+    """MatMulInteger with B full range: adversarial pairs along K (nothing
+    to split; checks the pairing of oneDNN's int8 matmul) stacked on sparse
+    extremes (split), A at the ends of its range: oneDNN's int8 matmul
+    runs and the int32 result is the reference's exactly."""
+    rng = np.random.default_rng(5)
+    K, N = 256, 96
+    b = np.concatenate([adversarial_pairs(128, N), sparse_extreme_weights(rng, (128, N))])
+    info = np.iinfo(at)
+    a = rng.choice(np.array([info.min, info.max, info.max - 1], at), (3, 16, K))
+    inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array(info.min + 2, at), "az")]
+    node = helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])
+    graph = helper.make_graph([node], "mmi", [vi("a", at, a.shape)], [vi("y", np.int32, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    want = ReferenceEvaluator(model).run(None, {"a": a})[0]
+    outs, execs = onyx_verbose(model, {"a": a}, tmp_path)
+    assert any(",matmul," in e for e in execs), execs
+    np.testing.assert_array_equal(outs["y"], want)
+
+
 def test_qlinear_conv_exports_and_reimports(tmp_path):
     """onnx-export writes qlinear_conv back as QLinearConv: onnxruntime runs
     the exported model to the same bytes as Onyx runs the original."""
