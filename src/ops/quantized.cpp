@@ -402,13 +402,13 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
     if(s.wMin >= -128 && s.wMax <= 127) {
       std::vector<int8_t> w8;
       if(!host::dnnlInt8Exact(s.wMaxAbs) && cd.Cg != 1) {
-        host::Int8PairSplit sp = host::int8PairSplit(s.wq.data(), cd.M, cd.Cg, cd.g.kSize);
+        host::Int8PairSplit sp = host::int8PairSplit(s.wq.data(), cd.M, cd.Cg, cd.g.kSize, s.wq.size() / 256);
         // Each entry of the rest is a scalar multiply-add per output
         // position, a few hundred times the int8 kernel's cost per
         // product: past 1 in 256 weights the float path is faster (ResNet-50
         // and MobileNetV2 quantized per tensor, Zen 3; their layers' rest
         // is a median 1 in 770 and 1 in 280 of the weights).
-        if(sp.rest.size() * 256 <= s.wq.size()) {
+        if(!sp.tooMany) {
           w8 = std::move(sp.main);
           const host::ConvGeom& g = cd.g;
           s.restStart.assign(size_t(cd.M) + 1, 0);
@@ -793,8 +793,8 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
       st->int8Ok = true;
     } else {
       std::vector<int32_t> w32(st->bf.begin(), st->bf.end());
-      host::Int8PairSplit sp = host::int8PairSplit(w32.data(), 1, K, N);
-      if(sp.rest.size() * 256 <= size_t(K * N)) {
+      host::Int8PairSplit sp = host::int8PairSplit(w32.data(), 1, K, N, size_t(K * N) / 256);
+      if(!sp.tooMany) {
         st->w8 = std::move(sp.main);
         st->rest = std::move(sp.rest);
         st->int8Ok = true;

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -920,7 +919,7 @@ bool dnnlHasVnni() {
 
 bool dnnlInt8Exact(int wMaxAbs) { return dnnlHasVnni() || wMaxAbs <= 64; }
 
-Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t inner) {
+Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t inner, size_t maxRest) {
   Int8PairSplit r;
   r.main.resize(size_t(outer * L * inner));
   for(int64_t i = 0; i < outer * L * inner; ++i) {
@@ -938,10 +937,11 @@ Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t 
           r.main[size_t(i)] = int8_t(m);
           if(w[i] != m) r.rest.push_back({o, i == i0 ? l : l + 1, in, w[i] - m});
         }
+        if(r.rest.size() > maxRest) {
+          r.tooMany = true;
+          return r;
+        }
       }
-  std::sort(r.rest.begin(), r.rest.end(), [](const Int8PairSplit::Entry& a, const Int8PairSplit::Entry& b) {
-    return std::tie(a.outer, a.l, a.inner) < std::tie(b.outer, b.l, b.inner);
-  });
   return r;
 }
 

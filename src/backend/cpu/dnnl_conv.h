@@ -172,10 +172,12 @@ struct Int8PairSplit {
     int32_t w;
   };
   std::vector<int8_t> main;  // the weights, clamped where needed
-  std::vector<Entry> rest;   // ordered by outer, then l, then inner
+  std::vector<Entry> rest;   // grouped by outer, in increasing order
+  bool tooMany = false;      // the rest passed maxRest: main and rest are incomplete
 };
-// w holds outer * L * inner values in [-128, 127].
-Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t inner);
+// w holds outer * L * inner values in [-128, 127]. Stops early (tooMany)
+// once the rest has more than maxRest entries.
+Int8PairSplit int8PairSplit(const int32_t* w, int64_t outer, int64_t L, int64_t inner, size_t maxRest);
 
 // ---- element-wise
 
