@@ -122,6 +122,7 @@ struct QConvState {
   // out (host::int8PairSplit; empty otherwise), and where each output
   // channel's entries start (M + 1 offsets)
   std::vector<RestTap> restTaps;  // ordered by m
+  bool xZeroFixed = false;        // x's zero point is a constant 0 for oneDNN
   std::vector<size_t> restStart;
   // float path
   std::vector<float> wf, bf;
@@ -429,9 +430,12 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
       }
       std::vector<int32_t> b32;
       if(c.in.size() > kBias) b32.assign(c.in[kBias]->data<int32_t>(), c.in[kBias]->data<int32_t>() + cd.M);
+      // x's zero point as oneDNN sees it (int8 x runs as uint8: + 128)
+      const int64_t xzpU8 = intAt(*c.in[kXZp], 0) + (c.in[kX]->type() == Type::int8 ? 128 : 0);
+      s.xZeroFixed = c.node.child(kXZp)->kind() == NodeKind::Constant && xzpU8 == 0;
       if(!w8.empty())
         s.dnnl = host::dnnlQConvPrepare(cd, nd, w8.data(), b32.empty() ? nullptr : b32.data(), s.S,
-                                        c.out.type() == Type::int8, xNhwc, yNhwc, !s.restTaps.empty());
+                                        c.out.type() == Type::int8, xNhwc, yNhwc, !s.restTaps.empty(), s.xZeroFixed);
     }
   }
   if(!s.dnnl) return false;

@@ -725,6 +725,7 @@ struct DnnlQConv {
   memory::desc biasMd;
   size_t scratch = 0;
   bool rawSums = false;
+  bool xZeroFixed = false;  // made for x's zero point 0 only (no compensation)
   // Each calling thread's memory objects (dnnlQConvRun), kept with the
   // primitive so that they go when it goes.
   mutable std::mutex mu;
@@ -733,7 +734,7 @@ struct DnnlQConv {
 
 std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
                                             const std::vector<float>& scales, bool ySigned, bool xNhwc, bool yNhwc,
-                                            bool rawSums) {
+                                            bool rawSums, bool xZeroFixed) {
   if((xNhwc || yNhwc) && nd != 2) return nullptr;
   if(nd < 1 || nd > 3 || cd.N <= 0 || cd.C <= 0 || cd.M <= 0 || cd.G <= 0 || cd.g.imgSize <= 0 ||
      cd.g.posSize <= 0 || cd.g.kSize <= 0 || !fits(cd) || scales.empty())
@@ -747,12 +748,13 @@ std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const in
   try {
     const dt yt = rawSums ? dt::s32 : ySigned ? dt::s8 : dt::u8;
     q->rawSums = rawSums;
+    q->xZeroFixed = xZeroFixed;
     q->srcUser = memory::desc(cat({cd.N, cd.C}, l.img), dt::u8, xNhwc ? Tag::acdb : tag);
     q->dstUser = memory::desc(cat({cd.N, cd.M}, l.pos), yt, yNhwc ? Tag::acdb : tag);
     const memory::desc wUser = weightsMd(cd, l, false, dt::s8);
     if(bias) q->biasMd = memory::desc({cd.M}, dt::s32, Tag::a);
     dnnl::primitive_attr attr = userScratchpad();
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if(!xZeroFixed) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     if(!rawSums) {
       attr.set_output_scales(scales.size() > 1 ? 2 : 0, scales);
       attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
@@ -830,7 +832,8 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
               {DNNL_ARG_WEIGHTS, q.weights},
               {DNNL_ARG_DST, a.dst},
               {DNNL_ARG_SCRATCHPAD, a.scratch},
-              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, a.xzm}};
+};
+    if(!q.xZeroFixed) a.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = a.xzm;
     if(!q.rawSums) a.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = a.yzm;
     if(!q.biasData.empty())
       a.args[DNNL_ARG_BIAS] = memory(q.biasMd, eng, const_cast<int32_t*>(q.biasData.data()));
@@ -847,6 +850,7 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
   pointAt(a.dstUser, y);
   if(q.reorderSrc) pointAt(a.src, arena + srcOff);
   if(q.reorderDst) pointAt(a.dst, arena + dstOff);
+  ONYX_ASSERT(!q.xZeroFixed || xZeroPoint == 0, "dnnlQConvRun: made for x zero point 0, called with ", xZeroPoint);
   a.xz = xZeroPoint;
   a.yz = yZeroPoint;
   if(q.reorderSrc)

@@ -136,9 +136,12 @@ struct DnnlQConv;
 // Null when oneDNN declines the problem (then nothing was built).
 // rawSums: y is int32, the sums conv(x - x_zp, w) + b[m] as they are (no
 // scale, no rounding, no zero point; scales and ySigned are not used).
+// xZeroFixed: every run's x zero point is 0 (a constant of the model, as
+// after a ReLU), so the primitive is made without oneDNN's zero-point
+// compensation, which costs its kernels time.
 std::shared_ptr<DnnlQConv> dnnlQConvPrepare(const ConvDims& cd, int nd, const int8_t* w, const int32_t* bias,
                                             const std::vector<float>& scales, bool ySigned, bool xNhwc = false,
-                                            bool yNhwc = false, bool rawSums = false);
+                                            bool yNhwc = false, bool rawSums = false, bool xZeroFixed = false);
 void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void* y, int32_t yZeroPoint);
 // An int8 matmul through oneDNN: y [rows, N] (int32) = (a - a_zp) . w with a
 // u8 [rows, K] and w s8 [K, N] (zero point already subtracted), reordered
