@@ -94,6 +94,7 @@ float perChannelF(const TensorBase& t, int64_t m) { return t.data<float>()[t.siz
 // (of x), weight w, and tap offsets k * dilation - pad per spatial dim.
 struct RestTap {
   int64_t m = 0, ch = 0, off[3] = {0, 0, 0};
+  int64_t dx = 0;  // channels-last x: the offset of its x value from the window's origin
   int32_t w = 0;
 };
 
@@ -122,6 +123,7 @@ struct QConvState {
   // out (host::int8PairSplit; empty otherwise), and where each output
   // channel's entries start (M + 1 offsets)
   std::vector<RestTap> restTaps;  // ordered by m
+  int64_t restLo[3] = {0, 0, 0}, restHi[3] = {0, 0, 0};  // the least and greatest off[d] of restTaps
   bool xZeroFixed = false;        // x's zero point is a constant 0 for oneDNN
   std::vector<size_t> restStart;
   // float path
@@ -359,7 +361,16 @@ void addRest(const QConvState& s, const host::ConvDims& cd, const uint8_t* x, in
         const int64_t n = np / P, op = np % P;
         const int64_t o2 = op % g.pos[2], o1 = (op / g.pos[2]) % g.pos[1], o0 = op / (g.pos[2] * g.pos[1]);
         const int64_t b0 = o0 * g.s[0], b1 = o1 * g.s[1], b2 = o2 * g.s[2];
-        int32_t* row = acc + np * M;
+        int32_t* __restrict row = acc + np * M;
+        bool inside = xNhwc;  // every tap of the rest inside x: no checks
+        const int64_t base[3] = {b0, b1, b2};
+        for(int d = 0; d < 3 && inside; ++d)
+          inside = base[d] + s.restLo[d] >= 0 && base[d] + s.restHi[d] < g.img[d];
+        if(inside) {
+          const uint8_t* xw = x + (n * imgSize + (b0 * g.img[1] + b1) * g.img[2] + b2) * C;
+          for(const RestTap& t : s.restTaps) row[t.m] += t.w * (int32_t(xw[t.dx]) - xzp);
+          continue;
+        }
         for(const RestTap& t : s.restTaps) {
           const int64_t i0 = b0 + t.off[0], i1 = b1 + t.off[1], i2 = b2 + t.off[2];
           if(i0 < 0 || i0 >= g.img[0] || i1 < 0 || i1 >= g.img[1] || i2 < 0 || i2 >= g.img[2]) continue;
@@ -413,6 +424,7 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
           w8 = std::move(sp.main);
           const host::ConvGeom& g = cd.g;
           s.restStart.assign(size_t(cd.M) + 1, 0);
+          for(int d = 0; d < 3; ++d) s.restLo[d] = s.restHi[d] = 0;
           for(const host::Int8PairSplit::Entry& e : sp.rest) {
             RestTap t;
             t.m = e.outer;
@@ -420,6 +432,11 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
             t.w = e.w;
             const int64_t k[3] = {e.inner / (g.k[2] * g.k[1]), (e.inner / g.k[2]) % g.k[1], e.inner % g.k[2]};
             for(int d = 0; d < 3; ++d) t.off[d] = k[d] * g.d[d] - g.pb[d];
+            t.dx = ((t.off[0] * g.img[1] + t.off[1]) * g.img[2] + t.off[2]) * cd.C + t.ch;
+            for(int d = 0; d < 3; ++d) {
+              s.restLo[d] = std::min(s.restLo[d], t.off[d]);
+              s.restHi[d] = std::max(s.restHi[d], t.off[d]);
+            }
             s.restTaps.push_back(t);
             ++s.restStart[size_t(e.outer) + 1];
           }

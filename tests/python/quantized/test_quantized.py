@@ -230,40 +230,55 @@ def sparse_extreme_weights(rng, shape, fraction=0.0015):
 @pytest.mark.parametrize("xt,group,k,stride", [(np.uint8, 1, 3, 1), (np.int8, 1, 1, 1), (np.uint8, 2, 3, 2),
                                                (np.int8, 1, 1, 2), (np.uint8, 1, 7, 2)])
 def test_qlinear_conv_full_range_weights_without_vnni_are_exact(tmp_path, xt, group, k, stride):
-    """Two chained QLinearConv (the second reads the first's output
-    channels-last) with full-range weights and inputs at the ends of their
-    range, where a pair of products overflows int16: oneDNN's int8 kernel
-    runs with int32 sums out (the split path), and every output equals
-    ONNX's reference (the split path requantizes in float64, as the
-    reference)."""
+    """Four chained QLinearConv with full-range weights and inputs at the
+    ends of their range, where a pair of products overflows int16: a k x k
+    convolution reading the plain input, a second k x k one and a 1x1 one
+    between channels-last values, a 1x1 one writing the plain output (each
+    of the rest's loops). oneDNN's int8 kernel runs with int32 sums out (the
+    split path) in all four, and every output equals ONNX's reference (the
+    split path requantizes in float64, as the reference)."""
     rng = np.random.default_rng(k * 10 + group)
     info = np.iinfo(xt)
     C, M = 64, 48
-    x = rng.choice(np.array([info.min, info.max, info.max - 1, info.min + 1], xt), (2, C, 12, 12))
-    w1 = sparse_extreme_weights(rng, (M, C // group, k, k))
-    w2 = sparse_extreme_weights(rng, (M, M, 1, 1))
-    inits = [numpy_helper.from_array(a, n) for a, n in [
-        (np.array(0.02, np.float32), "xs"), (np.array(3 if xt == np.uint8 else -5, xt), "xz"), (w1, "w1"),
-        (rng.uniform(0.002, 0.004, M).astype(np.float32), "ws1"), (np.zeros(M, np.int8), "wz1"),
-        (np.array(0.3, np.float32), "ys1"), (np.array(100, np.uint8), "yz1"),
-        (rng.integers(-3000, 3000, M).astype(np.int32), "b1"), (w2, "w2"), (np.array(0.002, np.float32), "ws2"),
-        (np.array(0, np.int8), "wz2"), (np.array(0.05, np.float32), "ys2"), (np.array(-3, np.int8), "yz2")]]
-    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w1", "ws1", "wz1", "ys1", "yz1", "b1"], ["h"],
-                              pads=[k // 2] * 4, group=group, strides=[stride] * 2),
-             helper.make_node("QLinearConv", ["h", "ys1", "yz1", "w2", "ws2", "wz2", "ys2", "yz2"], ["y"])]
+    x = rng.choice(np.array([info.min, info.max, info.max - 1, info.min + 1], xt), (2, C, 14, 14))
+    yz = np.array(100, np.uint8)
+    shapes = [(M, C // group, k, k), (M, M // group, k, k), (M, M, 1, 1), (M, M, 1, 1)]
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             numpy_helper.from_array(np.array(3 if xt == np.uint8 else -5, xt), "xz"),
+             numpy_helper.from_array(np.array(0.3, np.float32), "ys"), numpy_helper.from_array(yz, "yz"),
+             numpy_helper.from_array(np.array(-3, np.int8), "yz_out"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "ys_out")]
+    nodes, src, src_s, src_z = [], "x", "xs", "xz"
+    ws = []
+    for i, shape in enumerate(shapes):
+        w = sparse_extreme_weights(rng, shape)
+        ws.append(w)
+        inits += [numpy_helper.from_array(w, f"w{i}"),
+                  numpy_helper.from_array(rng.uniform(0.001, 0.003, M).astype(np.float32), f"ws{i}"),
+                  numpy_helper.from_array(np.zeros(M, np.int8), f"wz{i}"),
+                  numpy_helper.from_array(rng.integers(-3000, 3000, M).astype(np.int32), f"b{i}")]
+        last = i == len(shapes) - 1
+        out = "y" if last else f"h{i}"
+        window = dict(pads=[k // 2] * 4, group=group, strides=[stride] * 2) if shape[2] == k and k > 1 else {}
+        if i == 0 and k == 1:
+            window = dict(group=group, strides=[stride] * 2)
+        nodes.append(helper.make_node("QLinearConv", [src, src_s, src_z, f"w{i}", f"ws{i}", f"wz{i}", "ys_out" if last else "ys",
+                                                      "yz_out" if last else "yz", f"b{i}"], [out], **window))
+        src, src_s, src_z = out, "ys", "yz"
     graph = helper.make_graph(nodes, "split", [vi("x", xt, x.shape)], [vi("y", np.int8, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     want = ReferenceEvaluator(model).run(None, {"x": x})[0]
     outs, execs = onyx_verbose(model, {"x": x}, tmp_path)
     convs = [e for e in execs if ",convolution," in e]
-    assert len(convs) == 2 and all("dst_s32" in e for e in convs), convs
-    assert any("src_u8::blocked:acdb" in e for e in convs[1:]), "the second convolution did not read channels-last"
+    assert len(convs) == 4 and all("dst_s32" in e for e in convs), convs
+    assert all("src_u8::blocked:acdb" in e for e in convs[1:]), "a convolution did not read channels-last"
     np.testing.assert_array_equal(outs["y"], want)
     # oneDNN reads x as u8 (int8 x + 128): values of 254 and 255 beside
     # weights of 126 and more overflow an int16 pair, so the split was needed
     xu = x.astype(np.int32) + (128 if xt == np.int8 else 0)
-    assert xu.max() >= 254 and np.abs(w1.astype(np.int32)).max() >= 126
+    assert xu.max() >= 254 and np.abs(ws[0].astype(np.int32)).max() >= 126
+    assert len(np.unique(want)) > 20, "the outputs saturated: the check would be weak"
 
 
 def adversarial_pairs(n_reduce, n_out):
