@@ -679,7 +679,7 @@ struct MatMulIntState {
   struct Made {
     int64_t rows;
     int threads;
-    std::shared_ptr<host::DnnlQMatMul> q;
+    std::shared_ptr<host::DnnlQMatMul> q, q2;  // q2: w8b's product, added (none without w8b)
   };
   std::vector<Made> dnnl;
   // The int8 weights oneDNN gets (B - b_zp; without VNNI, clamped by
@@ -688,6 +688,9 @@ struct MatMulIntState {
   bool splitMade = false, int8Ok = false;
   std::vector<int8_t> w8;
   std::vector<host::Int8PairSplit::Entry> rest;  // outer 0, l = k, inner = n
+  // Without VNNI, weights whose rest is not sparse: B - b_zp = w8 + w8b,
+  // both within [-64, 64], two exact int8 products (empty otherwise).
+  std::vector<int8_t> w8b;
 };
 
 // The rest of MatMulIntState's split added to y [rows, N] (int32): y[r, n]
@@ -806,7 +809,8 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
   // int8 through oneDNN where it sums exactly (see qlinear_conv); s8 A runs
   // as u8 (A + 128, zero point + 128). Without VNNI, full-range weights are
   // split (host::int8PairSplit): oneDNN sums the clamped weights, the rest
-  // is added after, while it is at most 1 in 256 weights.
+  // is added after, while it is at most 1 in 256 weights; past that, B is
+  // the sum of two matrices within [-64, 64] and oneDNN adds both products.
   if(host::dnnlEnabled() && st->fitsInt8 && !st->splitMade) {
     st->splitMade = true;
     if(host::dnnlInt8Exact(int(st->maxAbs))) {
@@ -818,18 +822,33 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
       if(!sp.tooMany) {
         st->w8 = std::move(sp.main);
         st->rest = std::move(sp.rest);
-        st->int8Ok = true;
+      } else {  // two products of weights within [-64, 64]: twice the int8 work, still exact
+        st->w8.resize(w32.size());
+        st->w8b.resize(w32.size());
+        for(size_t i = 0; i < w32.size(); ++i) {
+          const int32_t m = std::min(64, std::max(-64, w32[i]));
+          st->w8[i] = int8_t(m);
+          st->w8b[i] = int8_t(w32[i] - m);
+        }
       }
+      st->int8Ok = true;
     }
   }
   if(host::dnnlEnabled() && st->int8Ok) {
-    std::shared_ptr<host::DnnlQMatMul> q;
+    std::shared_ptr<host::DnnlQMatMul> q, q2;
     const int threads = host::numThreads();
     for(auto& e : st->dnnl)
-      if(e.rows == rows && e.threads == threads) q = e.q;
+      if(e.rows == rows && e.threads == threads) {
+        q = e.q;
+        q2 = e.q2;
+      }
     if(!q) {
       q = host::dnnlQMatMulPrepare(rows, K, N, st->w8.data());
-      if(q) st->dnnl.push_back({rows, threads, q});
+      if(q && !st->w8b.empty()) {
+        q2 = host::dnnlQMatMulPrepare(rows, K, N, st->w8b.data(), true);
+        if(!q2) q.reset();
+      }
+      if(q) st->dnnl.push_back({rows, threads, q, q2});
     }
     if(q) {
       const uint8_t* a8 = static_cast<const uint8_t*>(A.raw());
@@ -842,6 +861,7 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
       }
       int32_t* acc = intOut();
       host::dnnlQMatMulRun(*q, a8, int32_t(azp), acc);
+      if(q2) host::dnnlQMatMulRun(*q2, a8, int32_t(azp), acc);
       if(!st->rest.empty()) addMatMulRest(*st, a8, int32_t(azp), rows, K, N, acc);
       if(f) toFloatEpilogue(acc, rows, N, *f);
       return;

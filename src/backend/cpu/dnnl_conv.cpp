@@ -869,7 +869,8 @@ struct DnnlQMatMul {
   size_t scratch = 0;
 };
 
-std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t N, const int8_t* w) {
+std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t N, const int8_t* w,
+                                                bool accumulate) {
   const int64_t lim = int64_t(1) << 31;
   if(rows <= 0 || K <= 0 || N <= 0 || rows * K >= lim || K * N >= lim || rows * N >= lim) return nullptr;
   using dt = memory::data_type;
@@ -880,6 +881,11 @@ std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t
     q->y = memory::desc({rows, N}, dt::s32, Tag::ab);
     dnnl::primitive_attr attr = userScratchpad();
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if(accumulate) {
+      dnnl::post_ops po;
+      po.append_sum(1.f);
+      attr.set_post_ops(po);
+    }
     dnnl::matmul::desc d(q->a, memory::desc({K, N}, dt::s8, Tag::any), q->y);
     dnnl::matmul::primitive_desc pd(d, attr, eng);
     if(std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;

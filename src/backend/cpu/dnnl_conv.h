@@ -148,7 +148,9 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
 // into the object once. Null when oneDNN declines. Exact under the same
 // condition as the convolution (dnnlInt8Exact).
 struct DnnlQMatMul;
-std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t N, const int8_t* w);
+// accumulate: y += the product (y's values are read), else y = it.
+std::shared_ptr<DnnlQMatMul> dnnlQMatMulPrepare(int64_t rows, int64_t K, int64_t N, const int8_t* w,
+                                                bool accumulate = false);
 void dnnlQMatMulRun(const DnnlQMatMul& q, const uint8_t* a, int32_t aZeroPoint, int32_t* y);
 
 // Whether oneDNN's int8 convolution sums u8 x s8 products exactly on this

@@ -316,15 +316,21 @@ def test_qlinear_conv_pairs_are_the_ones_assumed(tmp_path, k):
     assert d.max() <= 1, d.max()
 
 
-@pytest.mark.parametrize("at", [np.uint8, np.int8])
-def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at):
-    """MatMulInteger with B full range: adversarial pairs along K (nothing
-    to split; checks the pairing of oneDNN's int8 matmul) stacked on sparse
-    extremes (split), A at the ends of its range: oneDNN's int8 matmul
-    runs and the int32 result is the reference's exactly."""
+@pytest.mark.parametrize("at,dense", [(np.uint8, False), (np.int8, False), (np.uint8, True), (np.int8, True)])
+def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at, dense):
+    """MatMulInteger with B full range, A at the ends of its range. Sparse:
+    adversarial pairs along K (nothing to split; checks the pairing of
+    oneDNN's int8 matmul) stacked on sparse extremes (split, the rest added
+    after). Dense (uniform over int8, as random-weight models quantize):
+    two int8 products of weights within [-64, 64], the second added by
+    oneDNN's sum post-op. Either way oneDNN's int8 matmul runs and the int32
+    result is the reference's exactly."""
     rng = np.random.default_rng(5)
     K, N = 256, 96
-    b = np.concatenate([adversarial_pairs(128, N), sparse_extreme_weights(rng, (128, N))])
+    if dense:
+        b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+    else:
+        b = np.concatenate([adversarial_pairs(128, N), sparse_extreme_weights(rng, (128, N))])
     info = np.iinfo(at)
     a = rng.choice(np.array([info.min, info.max, info.max - 1], at), (3, 16, K))
     inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array(info.min + 2, at), "az")]
@@ -334,7 +340,9 @@ def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at):
     model.ir_version = 8
     want = ReferenceEvaluator(model).run(None, {"a": a})[0]
     outs, execs = onyx_verbose(model, {"a": a}, tmp_path)
-    assert any(",matmul," in e for e in execs), execs
+    matmuls = [e for e in execs if ",matmul," in e]
+    assert len(matmuls) == (2 if dense else 1), matmuls
+    assert ("post-ops" in matmuls[-1]) == dense, matmuls
     np.testing.assert_array_equal(outs["y"], want)
 
 
