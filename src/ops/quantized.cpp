@@ -120,12 +120,12 @@ struct QConvState {
   std::shared_ptr<host::DnnlQConv> dnnl;
   bool triedDnnl = false;
   // without VNNI, full-range weights: what the int8 kernel's weights leave
-  // out (host::int8PairSplit; empty otherwise), and where each output
-  // channel's entries start (M + 1 offsets)
-  std::vector<RestTap> restTaps;  // ordered by m
-  int64_t restLo[3] = {0, 0, 0}, restHi[3] = {0, 0, 0};  // the least and greatest off[d] of restTaps
-  bool xZeroFixed = false;        // x's zero point is a constant 0 for oneDNN
+  // out (host::int8PairSplit; empty otherwise), ordered by m, where each
+  // output channel's entries start (M + 1 offsets), and the least and
+  // greatest off[d] among them
+  std::vector<RestTap> restTaps;
   std::vector<size_t> restStart;
+  int64_t restLo[3] = {0, 0, 0}, restHi[3] = {0, 0, 0};
   // float path
   std::vector<float> wf, bf;
   host::DnnlWeightSlot slot;
@@ -449,10 +449,10 @@ bool qconvDnnl(KernelCtx& c, QConvState& s, const host::ConvDims& cd, int nd) {
       if(c.in.size() > kBias) b32.assign(c.in[kBias]->data<int32_t>(), c.in[kBias]->data<int32_t>() + cd.M);
       // x's zero point as oneDNN sees it (int8 x runs as uint8: + 128)
       const int64_t xzpU8 = intAt(*c.in[kXZp], 0) + (c.in[kX]->type() == Type::int8 ? 128 : 0);
-      s.xZeroFixed = c.node.child(kXZp)->kind() == NodeKind::Constant && xzpU8 == 0;
+      const bool xZeroFixed = c.node.child(kXZp)->kind() == NodeKind::Constant && xzpU8 == 0;
       if(!w8.empty())
         s.dnnl = host::dnnlQConvPrepare(cd, nd, w8.data(), b32.empty() ? nullptr : b32.data(), s.S,
-                                        c.out.type() == Type::int8, xNhwc, yNhwc, !s.restTaps.empty(), s.xZeroFixed);
+                                        c.out.type() == Type::int8, xNhwc, yNhwc, !s.restTaps.empty(), xZeroFixed);
     }
   }
   if(!s.dnnl) return false;
@@ -682,15 +682,13 @@ struct MatMulIntState {
     std::shared_ptr<host::DnnlQMatMul> q, q2;  // q2: w8b's product, added (none without w8b)
   };
   std::vector<Made> dnnl;
-  // The int8 weights oneDNN gets (B - b_zp; without VNNI, clamped by
-  // host::int8PairSplit, whose rest is then listed) and whether oneDNN can
-  // take them (made when first needed).
-  bool splitMade = false, int8Ok = false;
-  std::vector<int8_t> w8;
-  std::vector<host::Int8PairSplit::Entry> rest;  // outer 0, l = k, inner = n
-  // Without VNNI, weights whose rest is not sparse: B - b_zp = w8 + w8b,
-  // both within [-64, 64], two exact int8 products (empty otherwise).
-  std::vector<int8_t> w8b;
+  // How oneDNN gets B - b_zp (decided when first needed): as it is (exact
+  // with VNNI or within [-64, 64]); without VNNI, split (int8Weights: the
+  // clamped weights, the sparse rest then added by addMatMulRest), or as
+  // the sum of two matrices within [-64, 64] whose products oneDNN adds
+  // (dense); none: oneDNN does not run it.
+  enum class Int8 { untried, none, plain, split, dense } int8 = Int8::untried;
+  std::vector<host::Int8PairSplit::Entry> rest;  // split: outer 0, l = k, inner = n
 };
 
 // The rest of MatMulIntState's split added to y [rows, N] (int32): y[r, n]
@@ -778,6 +776,36 @@ void toFloatEpilogue(const int32_t* acc, int64_t rows, int64_t N, const ToFloat&
   });
 }
 
+// B - b_zp (all within int8) as oneDNN's weights, by st.int8 (untried:
+// decides, and returns, how): w8 as it is (plain), w8 clamped with the
+// rest listed in *rest when given (split, while the rest is at most 1 in
+// 256 weights), or w8 + w8b (dense).
+MatMulIntState::Int8 int8Weights(const MatMulIntState& st, int64_t K, int64_t N, std::vector<int8_t>& w8,
+                                 std::vector<int8_t>& w8b, std::vector<host::Int8PairSplit::Entry>* rest) {
+  using Int8 = MatMulIntState::Int8;
+  if(st.int8 == Int8::plain) {
+    w8.assign(st.bf.begin(), st.bf.end());
+    return Int8::plain;
+  }
+  std::vector<int32_t> w32(st.bf.begin(), st.bf.end());
+  if(st.int8 != Int8::dense) {
+    host::Int8PairSplit sp = host::int8PairSplit(w32.data(), 1, K, N, size_t(K * N) / 256);
+    if(!sp.tooMany) {
+      w8 = std::move(sp.main);
+      if(rest) *rest = std::move(sp.rest);
+      return Int8::split;
+    }
+  }
+  w8.resize(w32.size());
+  w8b.resize(w32.size());
+  for(size_t i = 0; i < w32.size(); ++i) {
+    const int32_t m = std::min(64, std::max(-64, w32[i]));
+    w8[i] = int8_t(m);
+    w8b[i] = int8_t(w32[i] - m);
+  }
+  return Int8::dense;
+}
+
 // (A - az) . (B - bz) for matmul_integer's form into y (int32), or, with f,
 // on to float32 through f's epilogue (y then unused).
 void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, const TensorBase* az,
@@ -811,30 +839,17 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
   // split (host::int8PairSplit): oneDNN sums the clamped weights, the rest
   // is added after, while it is at most 1 in 256 weights; past that, B is
   // the sum of two matrices within [-64, 64] and oneDNN adds both products.
-  if(host::dnnlEnabled() && st->fitsInt8 && !st->splitMade) {
-    st->splitMade = true;
-    if(host::dnnlInt8Exact(int(st->maxAbs))) {
-      st->w8.assign(st->bf.begin(), st->bf.end());
-      st->int8Ok = true;
-    } else {
-      std::vector<int32_t> w32(st->bf.begin(), st->bf.end());
-      host::Int8PairSplit sp = host::int8PairSplit(w32.data(), 1, K, N, size_t(K * N) / 256);
-      if(!sp.tooMany) {
-        st->w8 = std::move(sp.main);
-        st->rest = std::move(sp.rest);
-      } else {  // two products of weights within [-64, 64]: twice the int8 work, still exact
-        st->w8.resize(w32.size());
-        st->w8b.resize(w32.size());
-        for(size_t i = 0; i < w32.size(); ++i) {
-          const int32_t m = std::min(64, std::max(-64, w32[i]));
-          st->w8[i] = int8_t(m);
-          st->w8b[i] = int8_t(w32[i] - m);
-        }
-      }
-      st->int8Ok = true;
+  using Int8 = MatMulIntState::Int8;
+  if(host::dnnlEnabled() && st->int8 == Int8::untried) {
+    st->int8 = Int8::none;
+    if(st->fitsInt8 && host::dnnlInt8Exact(int(st->maxAbs))) {
+      st->int8 = Int8::plain;
+    } else if(st->fitsInt8) {
+      std::vector<int8_t> w8, w8b;
+      st->int8 = int8Weights(*st, K, N, w8, w8b, &st->rest);
     }
   }
-  if(host::dnnlEnabled() && st->int8Ok) {
+  if(host::dnnlEnabled() && st->int8 != Int8::none) {
     std::shared_ptr<host::DnnlQMatMul> q, q2;
     const int threads = host::numThreads();
     for(auto& e : st->dnnl)
@@ -843,9 +858,13 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
         q2 = e.q2;
       }
     if(!q) {
-      q = host::dnnlQMatMulPrepare(rows, K, N, st->w8.data());
-      if(q && !st->w8b.empty()) {
-        q2 = host::dnnlQMatMulPrepare(rows, K, N, st->w8b.data(), true);
+      // The int8 weights are made again per shape (a pass like oneDNN's
+      // reorder of them) rather than kept beside bf.
+      std::vector<int8_t> w8, w8b;
+      int8Weights(*st, K, N, w8, w8b, nullptr);
+      q = host::dnnlQMatMulPrepare(rows, K, N, w8.data());
+      if(q && !w8b.empty()) {
+        q2 = host::dnnlQMatMulPrepare(rows, K, N, w8b.data(), true);
         if(!q2) q.reset();
       }
       if(q) st->dnnl.push_back({rows, threads, q, q2});

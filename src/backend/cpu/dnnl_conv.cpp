@@ -831,8 +831,7 @@ void dnnlQConvRun(const DnnlQConv& q, const uint8_t* x, int32_t xZeroPoint, void
     a.args = {{DNNL_ARG_SRC, a.src},
               {DNNL_ARG_WEIGHTS, q.weights},
               {DNNL_ARG_DST, a.dst},
-              {DNNL_ARG_SCRATCHPAD, a.scratch},
-};
+              {DNNL_ARG_SCRATCHPAD, a.scratch}};
     if(!q.xZeroFixed) a.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = a.xzm;
     if(!q.rawSums) a.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = a.yzm;
     if(!q.biasData.empty())
