@@ -207,7 +207,9 @@ ONYX_ONNX_IMPORT(kOnnxRange, "Range", 11).importer([](OnnxImportCtx& c) {
     // conversion to int64 undefined (it came out empty).
     double q = std::ceil((l - s) / d);
     c.check(q <= maxElements, "Range(", s, ", ", l, ", ", d, ") would have ", q, " elements: too many for one tensor");
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(q));
+    // Not converted below 0 either: a count of -1e25 (or -inf, when
+    // limit - start overflows) is no int64.
+    int64_t n = q > 0 ? static_cast<int64_t>(q) : 0;
     t = TensorBase::create(Shape{n}, type);  // first: the shape and memory limits apply before the fill
     std::vector<double> v(static_cast<size_t>(n));
     for(int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = s + static_cast<double>(i) * d;

@@ -96,9 +96,11 @@ Expr transpose(Expr x, const std::vector<int>& perm) {
 
 // y = [x_0, x_1, ...] joined along axis
 ONYX_OP(kConcat, "concat")
-    .doc("y = inputs joined along axis (other dims must match)")
+    .doc("y = inputs joined along axis (other dims must match); block 8 or 16: the inputs and y are stored "
+         "channel-blocked (oneDNN's nChw8c/16c; axis 1 of 4-D float32 tensors, set by the blocked_layout pass)")
     .inputs(1, -1)
     .attr("axis", int64_t(0))
+    .attr("block", int64_t(0))
     .infer([](InferCtx& c) {
       const Shape& s0 = c.shapeOf(0);
       int r = s0.rank();
@@ -115,7 +117,19 @@ ONYX_OP(kConcat, "concat")
         d[a] += si.dims()[a];
       }
       c.shape = Shape(d);
+      const int64_t b = c.attrs.i("block");
+      c.check(b == 0 || b == 8 || b == 16, "block must be 0 (plain) or 8 or 16 (channel-blocked), got ", b);
+      if(b != 0) {
+        c.check(r == 4 && a == 1 && c.type == Type::float32, "block (a channel-blocked layout) needs float32 4-D "
+                "tensors joined along axis 1, got ", c.type, " ", s0, " along axis ", a);
+        for(size_t i = 0; i < c.n(); ++i)
+          c.check(c.shapeOf(i)[1] % b == 0, "input ", i, " of shape ", c.shapeOf(i), " has channels that are not a "
+                  "multiple of block ", b);
+      }
     })
+    // Channel-blocked inputs ([N, C/b, H, W, b] in memory, block set) join
+    // as plain ones: along axis 1 each sample's input is one contiguous run
+    // of C_i * H * W values in either layout.
     .anyDevice([](KernelCtx& c) {
       size_t e = elementBytes(c.out.type(), "concat");
       const Shape& os = c.out.shape();
@@ -130,6 +144,8 @@ ONYX_OP(kConcat, "concat")
       }
     })
     .backward([](GradCtx& g) {
+      ONYX_ASSERT(g.attrs.i("block") == 0, "concat: a gradient through channel-blocked tensors (the blocked_layout "
+                  "pass runs on inference graphs only)");
       int a = g.dy->shape().axis(g.attrs.i("axis"));
       int64_t off = 0;
       for(size_t i = 0; i < g.n(); ++i) {
@@ -140,6 +156,8 @@ ONYX_OP(kConcat, "concat")
     })
     .onnx("Concat", 4)
     .exporter([](OnnxExportCtx& c) {
+      ONYX_ASSERT(c.attrs().i("block") == 0, "concat: channel-blocked tensors in a graph being exported (the "
+                  "blocked_layout pass runs for the CPU kernels only)");
       requireType(c, c.inputType(0), "Concat", false);
       c.emit("Concat", c.inputs(), {c.output()}, {{"axis", exportAxis(c, c.attrs().i("axis"), c.inputShape(0).rank())}});
     })

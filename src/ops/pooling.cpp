@@ -15,6 +15,11 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ONYX_POOL_AVX2 1
+#endif
+
 #include <onyx/graph/node_initializers.h>
 #include <onyx/graph/onnx_export.h>
 #include <onyx/graph/onnx_import.h>
@@ -436,6 +441,91 @@ void maxPool2d(const T* x, T* y, const PoolGeom& p) {
   });
 }
 
+// A 2-D max pool of float32 tensors stored channel-blocked ([N, C/b, H, W,
+// b] in memory, b = 8 or 16; set by the blocked_layout pass between
+// convolutions): each output position takes the maximum of its taps' rows
+// of b channels, taps in row-major order (the first maximum, NaN
+// propagated, as maxPool2d).
+template <int B>
+__attribute__((always_inline)) inline void maxPoolBlockedRows(const float* x, float* y, const Geom& g, int64_t rb,
+                                                              int64_t re) {
+  const int64_t OH = g.pos[1], OW = g.pos[2], IH = g.img[1], IW = g.img[2];
+  for(int64_t r = rb; r < re; ++r) {  // r: (n, channel block, output row)
+    const int64_t plane = r / OH, oh = r % OH;
+    const float* xp = x + plane * IH * IW * B;
+    float* yr = y + r * OW * B;
+    for(int64_t ow = 0; ow < OW; ++ow) {
+      float acc[B];
+      for(int i = 0; i < B; ++i) acc[i] = -std::numeric_limits<float>::infinity();
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+        const int64_t ih = oh * g.s[1] + k1 * g.d[1] - g.pb[1];
+        if(ih < 0 || ih >= IH) continue;
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const int64_t iw = ow * g.s[2] + k2 * g.d[2] - g.pb[2];
+          if(iw < 0 || iw >= IW) continue;
+          const float* __restrict in = xp + (ih * IW + iw) * B;
+          for(int i = 0; i < B; ++i) acc[i] = maxOf(in[i], acc[i]);
+        }
+      }
+      for(int i = 0; i < B; ++i) yr[ow * B + i] = acc[i];
+    }
+  }
+}
+
+#ifdef ONYX_POOL_AVX2
+// The same with AVX2 intrinsics, B / 8 vectors per position (the compiler
+// kept the scalar form's NaN test as branches). max_ps(v, m) is v > m ? v :
+// m and m when either is NaN; a NaN v is then blended in: maxNan's result.
+template <int B>
+__attribute__((target("avx2"))) void maxPoolBlockedRowsAvx2(const float* x, float* y, const Geom& g, int64_t rb,
+                                                            int64_t re) {
+  constexpr int V = B / 8;
+  const int64_t OH = g.pos[1], OW = g.pos[2], IH = g.img[1], IW = g.img[2];
+  for(int64_t r = rb; r < re; ++r) {
+    const int64_t plane = r / OH, oh = r % OH;
+    const float* xp = x + plane * IH * IW * B;
+    float* yr = y + r * OW * B;
+    for(int64_t ow = 0; ow < OW; ++ow) {
+      __m256 acc[V];
+      for(int j = 0; j < V; ++j) acc[j] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+        const int64_t ih = oh * g.s[1] + k1 * g.d[1] - g.pb[1];
+        if(ih < 0 || ih >= IH) continue;
+        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+          const int64_t iw = ow * g.s[2] + k2 * g.d[2] - g.pb[2];
+          if(iw < 0 || iw >= IW) continue;
+          const float* in = xp + (ih * IW + iw) * B;
+          for(int j = 0; j < V; ++j) {
+            const __m256 v = _mm256_loadu_ps(in + 8 * j);
+            acc[j] = _mm256_blendv_ps(_mm256_max_ps(v, acc[j]), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+          }
+        }
+      }
+      for(int j = 0; j < V; ++j) _mm256_storeu_ps(yr + ow * B + 8 * j, acc[j]);
+    }
+  }
+}
+#endif
+
+template <int B>
+void maxPoolBlockedB(const float* x, float* y, const PoolGeom& p) {
+  [[maybe_unused]] const bool avx2 = host::vec::bestIsa() != host::vec::Isa::scalar;
+  const Geom& g = p.g;
+  const int64_t rows = p.planes / B * g.pos[1];
+  host::parallelFor(rows, rows * g.pos[2] * g.kSize * B, [&](int64_t rb, int64_t re) {
+#ifdef ONYX_POOL_AVX2
+    if(avx2) return maxPoolBlockedRowsAvx2<B>(x, y, g, rb, re);
+#endif
+    maxPoolBlockedRows<B>(x, y, g, rb, re);
+  });
+}
+
+void maxPoolBlocked(const float* x, float* y, const PoolGeom& p, int64_t b) {
+  ONYX_ASSERT(b == 8 || b == 16, "max_pool: block ", b);
+  if(b == 8) maxPoolBlockedB<8>(x, y, p);
+  else maxPoolBlockedB<16>(x, y, p);
+}
+
 // The pools of float, double (and, max only, int8/uint8) values, a row of
 // outputs at a time: for each
 // tap of the window the in-range outputs of the row (a range per tap along
@@ -634,19 +724,28 @@ ONYX_OP(kMaxPoolGrad, "max_pool_grad");
 ONYX_OP(kAvgPoolGrad, "average_pool_grad");
 
 ONYX_OP(kMaxPool, "max_pool")
-    .doc("y[n, c, o..] = max over the window x[n, c, o*s + k*d - pad_begin] (padding ignored)")
+    .doc("y[n, c, o..] = max over the window x[n, c, o*s + k*d - pad_begin] (padding ignored); block 8 or 16: x "
+         "and y are stored channel-blocked (oneDNN's nChw8c/16c; float32, 2-D, set by the blocked_layout pass)")
     .inputs(1)
     .attr("kernel_shape", IntList{})
     .attr("strides", IntList{})
     .attr("pads", IntList{})
     .attr("dilations", IntList{})
     .attr("ceil_mode", int64_t(0))
+    .attr("block", int64_t(0))
     .infer([](InferCtx& c) {
       requireNumeric(c);
       c.shape = pooledShape(c, c.shapeOf(0));
+      const int64_t b = c.attrs.i("block");
+      c.check(b == 0 || b == 8 || b == 16, "block must be 0 (plain) or 8 or 16 (channel-blocked), got ", b);
+      c.check(b == 0 || (c.typeOf(0) == Type::float32 && c.shapeOf(0).rank() == 4 && c.shapeOf(0)[1] % b == 0),
+              "block (a channel-blocked layout) needs a float32 2-D pool whose channels are a multiple of ", b,
+              ", got ", c.typeOf(0), " ", c.shapeOf(0));
     })
     .cpu([](KernelCtx& c) {
       PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+      if(const int64_t b = c.attrs.i("block"))
+        return maxPoolBlocked(c.in[0]->data<float>(), c.out.data<float>(), p, b);
       dispatchNumeric(c.out.type(), "max_pool", [&](auto tag) {
         using T = typename decltype(tag)::type;
         // (int8 and uint8: quantized models' max pools, which run on the
@@ -663,6 +762,8 @@ ONYX_OP(kMaxPool, "max_pool")
     })
     // dx = dy added at each window's first maximum, in one op.
     .backward([](GradCtx& g) {
+      ONYX_ASSERT(g.attrs.i("block") == 0, "max_pool: a gradient through channel-blocked tensors (the "
+                  "blocked_layout pass runs on inference graphs only)");
       g.add(0, g.graph.make(kMaxPoolGrad, {g.dy, g.x(0)},
                             pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"})));
     })
@@ -678,7 +779,11 @@ ONYX_OP(kMaxPool, "max_pool")
       c.setOutput(0, max_pool(x, k, o));
       if(c.numOutputs() > 1 && c.wantsOutput(1)) c.setOutput(1, max_pool_indices(x, k, o, storage));
     })
-    .exporter([](OnnxExportCtx& c) { exportPool(c, false, false); });
+    .exporter([](OnnxExportCtx& c) {
+      ONYX_ASSERT(c.attrs().i("block") == 0, "max_pool: channel-blocked tensors in a graph being exported (the "
+                  "blocked_layout pass runs for the CPU kernels only)");
+      exportPool(c, false, false);
+    });
 
 Expr max_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
   return x->graph()->make(kMaxPool, {x}, poolAttrs(kernel, o));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -725,6 +726,118 @@ TEST(Passes, BlockedLayoutKeepsConvChainsBlocked) {
   host::setDnnlEnabled(true);
   std::vector<double> portable = values(opt.y);
   for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], portable[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+}
+
+// conv -> max pool -> squeeze 1x1 conv -> two expand convs -> concat ->
+// max pool -> 1x1 conv (out): SqueezeNet's fire module between its pools,
+// with N = 2 (a blocked concatenation joins per sample).
+Expr fireChain(ExpressionGraph& g) {
+  Expr x = boundInput(g, {2, 8, 13, 13}, [](float i) { return std::sin(0.1f * i); });
+  ConvOptions pad1;
+  pad1.pads = {1, 1, 1, 1};
+  PoolOptions pool;
+  pool.strides = {2, 2};
+  pool.ceilMode = true;
+  PoolOptions padded;
+  padded.pads = {1, 0, 1, 1};
+  padded.dilations = {1, 2};
+  Expr h = relu(conv(x, randomConst(g, {16, 8, 3, 3}), randomConst(g, {16}), pad1));
+  Expr p = max_pool(h, {3, 3}, pool);
+  Expr s = relu(conv(p, randomConst(g, {8, 16, 1, 1}), randomConst(g, {8})));
+  Expr e1 = relu(conv(s, randomConst(g, {16, 8, 1, 1}), randomConst(g, {16})));
+  Expr e3 = relu(conv(s, randomConst(g, {16, 8, 3, 3}), randomConst(g, {16}), pad1));
+  Expr c = concat({e1, e3}, 1);
+  return conv(max_pool(c, {2, 2}, padded), randomConst(g, {8, 32, 1, 1}), randomConst(g, {8}));
+}
+
+TEST(Passes, BlockedLayoutKeepsPoolsAndConcatsBetweenConvsBlocked) {
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
+  const int64_t b = host::dnnlChannelBlock();
+  Built ref = make(fireChain), opt = make(fireChain);
+  optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
+  PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
+  // h, both pools, s, e1, e3 and the concatenation: only y is plain
+  EXPECT_EQ(firedCount(fired, "blocked_layout"), 7u);
+  int pools = 0, concats = 0;
+  for(const Expr& e : opt.g->nodes()) {
+    if(e->kind() != NodeKind::Op) continue;
+    if(e->op()->name == "max_pool") pools += e->attrs().i("block") == b;
+    if(e->op()->name == "concat") concats += e->attrs().i("block") == b;
+  }
+  EXPECT_EQ(pools, 2);
+  EXPECT_EQ(concats, 1);
+  ref.g->forward();
+  opt.g->forward();
+  std::vector<double> want = values(ref.y), got = values(opt.y);
+  ASSERT_EQ(want.size(), got.size());
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+  host::setDnnlEnabled(false);
+  opt.g->forward();
+  host::setDnnlEnabled(true);
+  std::vector<double> portable = values(opt.y);
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], portable[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+}
+
+// The blocked max pool keeps max_pool's answer where it is not a plain
+// maximum: a NaN anywhere in a window wins, -inf stays. x goes
+// through depthwise convolutions of weight 1 (each channel x * 1 + 0,
+// exact, a NaN kept in its channel) before and after the pool.
+TEST(Passes, BlockedMaxPoolKeepsNaNAndSignedValues) {
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
+  const int64_t C = 2 * host::dnnlChannelBlock();
+  auto build = [C](ExpressionGraph& g) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    Expr x = boundInput(g, {1, C, 7, 7}, [nan, inf](float i) {
+      const int k = int(i) % 11;
+      return k == 3 ? nan : k == 5 ? -inf : k == 7 ? -0.0f : k == 8 ? 0.0f : std::cos(0.3f * i);
+    });
+    ConvOptions dw;
+    dw.group = C;
+    PoolOptions o;
+    o.pads = {1, 1, 1, 1};
+    Expr h = conv(x, g.constant({C, 1, 1, 1}, inits::ones()), g.constant({C}, inits::zeros()), dw);
+    return conv(max_pool(h, {3, 3}, o), g.constant({C, 1, 1, 1}, inits::ones()), g.constant({C}, inits::zeros()), dw);
+  };
+  Built ref = make(build), opt = make(build);
+  optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
+  optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
+  int pools = 0;
+  for(const Expr& e : opt.g->nodes())
+    if(e->kind() == NodeKind::Op && e->op()->name == "max_pool") pools += e->attrs().i("block") != 0;
+  EXPECT_EQ(pools, 1);
+  ref.g->forward();
+  opt.g->forward();
+  std::vector<double> want = values(ref.y), got = values(opt.y);
+  ASSERT_EQ(want.size(), got.size());
+  int nans = 0;
+  for(size_t i = 0; i < want.size(); ++i) {
+    nans += std::isnan(want[i]);
+    EXPECT_EQ(std::isnan(want[i]), std::isnan(got[i])) << i;
+    if(!std::isnan(want[i])) {
+      EXPECT_EQ(want[i], got[i]) << i;
+    }
+  }
+  EXPECT_GT(nans, 0);
+  EXPECT_LT(size_t(nans), want.size());
+}
+
+// A pool or concatenation that reads something not blocked (here x itself,
+// and a concatenation along H) stays plain, and so does what it reads.
+TEST(Passes, BlockedLayoutNotForPoolsAndConcatsOfPlainValues) {
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
+  const int64_t C = host::dnnlChannelBlock();
+  Built b = make([C](ExpressionGraph& g) {
+    Expr x = boundInput(g, {1, C, 6, 6}, [](float i) { return std::sin(0.2f * i); });
+    Expr h = conv(x, randomConst(g, {C, C, 1, 1}));
+    PoolOptions same;
+    same.pads = {1, 1, 1, 1};
+    Expr joined = concat({h, max_pool(x, {3, 3}, same)}, 1);  // the pool reads x
+    Expr rows = concat({h, conv(x, randomConst(g, {C, C, 1, 1}))}, 2);  // along H
+    // two inputs of C / 2 channels: a block would straddle them
+    Expr odd = concat({conv(x, randomConst(g, {C / 2, C, 1, 1})), conv(x, randomConst(g, {C / 2, C, 1, 1}))}, 1);
+    return conv(joined, randomConst(g, {C, 2 * C, 1, 1})) + sum(rows) + sum(conv(odd, randomConst(g, {C, C, 1, 1})));
+  });
+  EXPECT_EQ(blockConvChains(*b.g, {b.y}), 0u);
 }
 
 TEST(Passes, BlockedLayoutNotWhenAnotherOpReadsTheValue) {

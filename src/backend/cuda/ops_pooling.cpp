@@ -11,6 +11,8 @@ namespace {
 
 // y[n, c, o..] = max over the window of x
 ONYX_GPU_KERNEL("max_pool", [](KernelCtx& c) {
+  ONYX_ASSERT(c.attrs.i("block") == 0, "max_pool: channel-blocked x on the GPU (the blocked_layout pass runs for "
+              "the CPU kernels only)");
   const host::PoolGeom p = ops::poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
   const size_t dev = c.out.getDeviceId().no;
   if(cudnnPool(dev, c.out.type(), c.in[0]->raw(), c.out.raw(), p.planes, p.g, PoolMode::max)) return;

@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/graph/passes/passes.h>
@@ -25,6 +26,20 @@ int residualIndex(const Node* n) {
   return int(n->numChildren()) - 1 - (n->attrs().i("x_scale") ? 1 : 0);
 }
 
+// A float32 2-D max pool, or a concatenation of float32 4-D tensors along
+// their channels, each a multiple of b: both run on channel-blocked tensors
+// (their `block`).
+bool joinLike(const Node* n, int b) {
+  if(n->value_type() != Type::float32 || n->shape().rank() != 4 || n->shape()[1] % b != 0) return false;
+  if(isOp(n, "max_pool")) return n->child(0)->shape().rank() == 4;
+  if(!isOp(n, "concat")) return false;
+  const int64_t axis = n->attrs().i("axis");
+  if(axis != 1 && axis != -3) return false;
+  for(size_t i = 0; i < n->numChildren(); ++i)
+    if(n->child(i)->shape().rank() != 4 || n->child(i)->shape()[1] % b != 0) return false;
+  return true;
+}
+
 // A depthwise convolution (one input channel per group).
 bool depthwise(const Node* n) {
   const int64_t c = n->child(0)->shape()[1];
@@ -38,20 +53,12 @@ size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep) {
   if(b == 0) return 0;
   passes::Uses uses(g, keep);
   const std::vector<Expr> nodes = g.nodes();
-  // The conv outputs that stay blocked: every reader is a convolution that
-  // takes it as its image or its residual (never as W or b).
-  std::unordered_map<const Node*, bool> convRead;
+  // The candidates: convolution outputs, and the max pools and channel
+  // concatenations between them, none of them kept or unread.
+  std::unordered_set<const Node*> cand;
   for(const Expr& e : nodes) {
     const Node* n = e.get();
-    if(!convLike(n) || uses.kept(n) || uses.readers(n).empty()) continue;
-    bool ok = true;
-    for(const Node* r : uses.readers(n)) {
-      ok = ok && convLike(r);
-      for(size_t i = 0; ok && i < r->numChildren(); ++i)
-        if(r->child(i).get() == n) ok = i == 0 || int(i) == residualIndex(r);
-      if(!ok) break;
-    }
-    if(ok) convRead.emplace(n, true);
+    if((convLike(n) || joinLike(n, b)) && !uses.kept(n) && !uses.readers(n).empty()) cand.insert(n);
   }
   // Channel-blocked, except a tensor that a depthwise convolution with a
   // plain output reads (EfficientNet's, whose squeeze-and-excitation ops
@@ -61,39 +68,79 @@ size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep) {
   // on one core). A depthwise convolution between blocked tensors
   // (MobileNetV2's) has a blocked kernel and stays so.
   const char* force = std::getenv("ONYX_CONV_LAYOUT");
-  std::unordered_map<const Node*, int> blocked;
-  for(const auto& kv : convRead) {
-    const Node* n = kv.first;
+  auto layoutFor = [&](const Node* n) {
+    if(joinLike(n, b)) return b;
     bool nhwc = false;
-    for(const Node* r : uses.readers(n)) nhwc = nhwc || (depthwise(r) && !convRead.count(r));
+    for(const Node* r : uses.readers(n)) nhwc = nhwc || (convLike(r) && depthwise(r) && !cand.count(r));
     int layout = nhwc && b == 16 ? 1 : b;
     if(force && std::strcmp(force, "nhwc") == 0) layout = 1;
     if(force && std::strcmp(force, "blocked") == 0) layout = b;
-    if(layout == 1 || n->shape()[1] % b == 0) blocked.emplace(n, layout);
+    return layout == 1 || n->shape()[1] % b == 0 ? layout : 0;
+  };
+  // Drop what cannot stay so until nothing changes: a value with a reader
+  // that is neither a convolution taking it as its image or residual (never
+  // as W or b) nor a pool or concatenation that stays blocked itself; a
+  // pool or concatenation with an input that does not stay blocked; a
+  // channels-last value that a pool or concatenation reads (they take the
+  // blocked layout only).
+  for(bool changed = true; changed;) {
+    changed = false;
+    for(auto it = cand.begin(); it != cand.end();) {
+      const Node* n = *it;
+      const int layout = layoutFor(n);
+      bool ok = layout != 0;
+      for(const Node* r : uses.readers(n)) {
+        if(!ok) break;
+        if(convLike(r)) {
+          for(size_t i = 0; ok && i < r->numChildren(); ++i)
+            if(r->child(i).get() == n) ok = i == 0 || int(i) == residualIndex(r);
+        } else {
+          ok = joinLike(r, b) && cand.count(r) && layout == b;
+        }
+      }
+      if(ok && joinLike(n, b))
+        for(size_t i = 0; ok && i < n->numChildren(); ++i) ok = cand.count(n->child(i).get()) > 0;
+      if(ok) {
+        ++it;
+      } else {
+        it = cand.erase(it);
+        changed = true;
+      }
+    }
   }
-  if(blocked.empty()) return 0;
+  if(cand.empty()) return 0;
+  std::unordered_map<const Node*, int> blocked;
+  for(const Node* n : cand) blocked.emplace(n, layoutFor(n));
   auto layoutOf = [&](const Node* n) {
     auto it = blocked.find(n);
     return int64_t(it == blocked.end() ? 0 : it->second);
   };
-  // Every convolution that writes or reads one becomes a fused_conv saying so.
+  // Every convolution that writes or reads one becomes a fused_conv saying
+  // so; every pool and concatenation kept blocked gets its block.
   const OpDef& fused = Registry::instance().get("fused_conv");
   for(const Expr& e : nodes) {
     Node* n = e.get();
+    std::vector<Expr> in;
+    for(size_t i = 0; i < n->numChildren(); ++i) in.push_back(n->child(i));
+    std::vector<std::pair<std::string, AttrValue>> attrs;
+    const Attrs a = n->attrs();
+    if(joinLike(n, b)) {
+      if(!blocked.count(n)) continue;
+      for(const AttrSpec& spec : n->op()->attrSpecs)
+        attrs.emplace_back(spec.name, spec.name == "block" ? attr(int64_t(b)) : a[spec.name.c_str()]);
+      g.redefine(e, *n->op(), in, attrs);
+      continue;
+    }
     if(!convLike(n)) continue;
     const int res = residualIndex(n);
     const int64_t xb = layoutOf(n->child(0).get());
     const int64_t yb = layoutOf(n);
     const int64_t rb = res >= 0 ? layoutOf(n->child(size_t(res)).get()) : 0;
     if(!xb && !yb && !rb) continue;
-    std::vector<std::pair<std::string, AttrValue>> attrs;
-    const Attrs a = n->attrs();
     for(const AttrSpec& spec : n->op()->attrSpecs) attrs.emplace_back(spec.name, a[spec.name.c_str()]);
     attrs.emplace_back("x_block", attr(xb));
     attrs.emplace_back("y_block", attr(yb));
     attrs.emplace_back("residual_block", attr(rb));
-    std::vector<Expr> in;
-    for(size_t i = 0; i < n->numChildren(); ++i) in.push_back(n->child(i));
     g.redefine(e, fused, in, attrs);
   }
   return blocked.size();
