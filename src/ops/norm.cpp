@@ -135,12 +135,41 @@ BatchNormResult normalizeByBatch(Expr x, const std::vector<int>& axes, Expr scal
 
 namespace {
 
+// y = x * s + t over `blocks` blocks of B channels ([inner, B] each, channel
+// block = block % perSample).
+template <int B>
+void channelAffineBlocked(const float* x, const float* s, const float* t, float* y, int64_t blocks,
+                          int64_t perSample, int64_t inner) {
+  host::parallelFor(blocks, blocks * inner * B, [&](int64_t lo, int64_t hi) {
+    for(int64_t k = lo; k < hi; ++k) {
+      float sc[B], sh[B];
+      for(int i = 0; i < B; ++i) {
+        sc[i] = s[(k % perSample) * B + i];
+        sh[i] = t[(k % perSample) * B + i];
+      }
+      const float* __restrict xk = x + k * inner * B;
+      float* __restrict yk = y + k * inner * B;
+      for(int64_t p = 0; p < inner; ++p)
+        for(int i = 0; i < B; ++i) yk[p * B + i] = xk[p * B + i] * sc[i] + sh[i];
+    }
+  });
+}
+
 template <class T>
 void channelAffineKernel(KernelCtx& c) {
   const Shape& xs = c.in[0]->shape();
   const int64_t C = xs[1], inner = xs.elements() / std::max<int64_t>(1, xs[0] * C), planes = xs[0] * C;
   const T *x = c.in[0]->data<T>(), *s = c.in[1]->data<T>(), *t = c.in[2]->data<T>();
   T* y = c.out.data<T>();
+  if(const int64_t b = c.attrs.i("block")) {
+    // [N, C/b, H, W, b] in memory: per block of b channels, inner rows of b.
+    if constexpr(std::is_same<T, float>::value) {
+      if(b == 8) return channelAffineBlocked<8>(x, s, t, y, planes / b, C / b, inner);
+      ONYX_ASSERT(b == 16, "channel_affine: block ", b);
+      return channelAffineBlocked<16>(x, s, t, y, planes / b, C / b, inner);
+    }
+    ONYX_ASSERT(false, "channel_affine: block ", b, " on ", c.out.type());
+  }
   host::parallelFor(planes, planes * inner, [&](int64_t lo, int64_t hi) {
     for(int64_t p = lo; p < hi; ++p) {
       const T sc = s[p % C], sh = t[p % C];
@@ -155,8 +184,11 @@ void channelAffineKernel(KernelCtx& c) {
 
 // y[n, c, ...] = x[n, c, ...] * s[c] + t[c]
 ONYX_OP(kChannelAffine, "channel_affine")
-    .doc("y = x * s[c] + t[c] along axis 1 (c) of x [N, C, ...]: a batch norm with stored statistics in one pass")
+    .doc("y = x * s[c] + t[c] along axis 1 (c) of x [N, C, ...]: a batch norm with stored statistics in one pass; "
+         "block 8 or 16: x and y are stored channel-blocked (oneDNN's nChw8c/16c; float32 4-D, set by the "
+         "blocked_layout pass)")
     .inputs(3)
+    .attr("block", int64_t(0))
     .infer([](InferCtx& c) {
       c.type = c.commonType();
       c.check(c.type == Type::float32 || c.type == Type::float64, "element type ", c.type,
@@ -166,6 +198,10 @@ ONYX_OP(kChannelAffine, "channel_affine")
       c.check(c.shapeOf(1) == Shape({xs[1]}) && c.shapeOf(2) == Shape({xs[1]}), "s and t must have shape [", xs[1],
               "]");
       c.shape = xs;
+      const int64_t b = c.attrs.i("block");
+      c.check(b == 0 || b == 8 || b == 16, "block must be 0 (plain) or 8 or 16 (channel-blocked), got ", b);
+      c.check(b == 0 || (c.type == Type::float32 && xs.rank() == 4 && xs[1] % b == 0), "block (a channel-blocked "
+              "layout) needs float32 [N, C, H, W] with C a multiple of ", b, ", got ", c.type, " ", xs);
     })
     .cpu([](KernelCtx& c) {
       if(c.out.type() == Type::float32) channelAffineKernel<float>(c);
@@ -173,6 +209,8 @@ ONYX_OP(kChannelAffine, "channel_affine")
     })
     .gpuOnHost("no GPU form yet: a CPU inference kernel (issue 16); GPU graphs get it from the importer on host copies")
     .backward([](GradCtx& g) {
+      ONYX_ASSERT(g.attrs.i("block") == 0, "channel_affine: a gradient through channel-blocked tensors (the "
+                  "blocked_layout pass runs on inference graphs only)");
       Expr x = g.x(0);
       const Shape& xs = x->shape();
       std::vector<int> axes = norm::axesExcept1(xs.rank());
@@ -184,6 +222,8 @@ ONYX_OP(kChannelAffine, "channel_affine")
     // variance 1 and epsilon 0: exactly x * s + t, imported back as this op
     // (norm::channelNorm), and what runtimes fold into a preceding Conv.
     .onnxExport(7, [](OnnxExportCtx& c) {
+      ONYX_ASSERT(c.attrs().i("block") == 0, "channel_affine: channel-blocked tensors in a graph being exported "
+                  "(the blocked_layout pass runs for the CPU kernels only)");
       const int64_t C = c.inputShape(0)[1];
       Tensor zero = TensorBase::create(Shape({C}), c.inputType(0)), one = TensorBase::create(Shape({C}), c.inputType(0));
       zero->set(0.0);

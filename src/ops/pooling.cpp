@@ -520,6 +520,38 @@ void maxPoolBlockedB(const float* x, float* y, const PoolGeom& p) {
   });
 }
 
+// A 2-D average pool of float32 tensors stored channel-blocked: each lane
+// sums its taps in double in row-major order and divides by the window's
+// count, as poolRows does per plane.
+void avgPoolBlocked(const float* x, float* y, const PoolGeom& p, const Divisors& div, int64_t b) {
+  const Geom& g = p.g;
+  const int64_t OH = g.pos[1], OW = g.pos[2], IH = g.img[1], IW = g.img[2];
+  const int64_t rows = p.planes / b * OH;
+  host::parallelFor(rows, rows * OW * g.kSize * b, [&](int64_t rb, int64_t re) {
+    std::vector<double> acc(size_t(b), 0.0);
+    for(int64_t r = rb; r < re; ++r) {
+      const int64_t plane = r / OH, oh = r % OH;
+      const float* xp = x + plane * IH * IW * b;
+      float* yr = y + r * OW * b;
+      for(int64_t ow = 0; ow < OW; ++ow) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+          const int64_t ih = oh * g.s[1] + k1 * g.d[1] - g.pb[1];
+          if(ih < 0 || ih >= IH) continue;
+          for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
+            const int64_t iw = ow * g.s[2] + k2 * g.d[2] - g.pb[2];
+            if(iw < 0 || iw >= IW) continue;
+            const float* in = xp + (ih * IW + iw) * b;
+            for(int64_t i = 0; i < b; ++i) acc[size_t(i)] += double(in[i]);
+          }
+        }
+        const double d = div.at(0, oh, ow);
+        for(int64_t i = 0; i < b; ++i) yr[ow * b + i] = float(d > 0 ? acc[size_t(i)] / d : 0.0);
+      }
+    }
+  });
+}
+
 void maxPoolBlocked(const float* x, float* y, const PoolGeom& p, int64_t b) {
   ONYX_ASSERT(b == 8 || b == 16, "max_pool: block ", b);
   if(b == 8) maxPoolBlockedB<8>(x, y, p);
@@ -862,7 +894,8 @@ Expr max_pool_grad(Expr dy, Expr x, const std::vector<int64_t>& kernel, const Po
 
 ONYX_OP(kAvgPool, "average_pool")
     .doc("y[n, c, o..] = mean over the window x[n, c, o*s + k*d - pad_begin]; the divisor counts positions inside "
-         "x, or also padding with count_include_pad (never the ceil_mode overhang)")
+         "x, or also padding with count_include_pad (never the ceil_mode overhang); block 8 or 16: x and y are "
+         "stored channel-blocked (oneDNN's nChw8c/16c; float32, 2-D, set by the blocked_layout pass)")
     .inputs(1)
     .attr("kernel_shape", IntList{})
     .attr("strides", IntList{})
@@ -870,15 +903,28 @@ ONYX_OP(kAvgPool, "average_pool")
     .attr("dilations", IntList{})
     .attr("ceil_mode", int64_t(0))
     .attr("count_include_pad", int64_t(0))
+    .attr("block", int64_t(0))
     .infer([](InferCtx& c) {
       c.requireFloat(0);
       c.type = c.typeOf(0);
       c.shape = pooledShape(c, c.shapeOf(0));
+      const int64_t b = c.attrs.i("block");
+      c.check(b == 0 || b == 8 || b == 16, "block must be 0 (plain) or 8 or 16 (channel-blocked), got ", b);
+      c.check(b == 0 || (c.typeOf(0) == Type::float32 && c.shapeOf(0).rank() == 4 && c.shapeOf(0)[1] % b == 0),
+              "block (a channel-blocked layout) needs a float32 2-D pool whose channels are a multiple of ", b,
+              ", got ", c.typeOf(0), " ", c.shapeOf(0));
     })
     .cpu([](KernelCtx& c) {
+      if(const int64_t b = c.attrs.i("block")) {
+        const PoolGeom p = poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
+        const Divisors div(p.g, c.attrs.i("count_include_pad") != 0);
+        return avgPoolBlocked(c.in[0]->data<float>(), c.out.data<float>(), p, div, b);
+      }
       dispatchFloat(c.out.type(), "average_pool", [&](auto tag) { avgPoolKernel<typename decltype(tag)::type>(c); });
     })
     .backward([](GradCtx& g) {
+      ONYX_ASSERT(g.attrs.i("block") == 0, "average_pool: a gradient through channel-blocked tensors (the "
+                  "blocked_layout pass runs on inference graphs only)");
       AttrList l = pick(g.attrs, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"});
       l.emplace_back("input_shape", attr(g.x(0)->shape().vec()));
       g.add(0, g.graph.make(kAvgPoolGrad, {g.dy}, l));
@@ -891,7 +937,11 @@ ONYX_OP(kAvgPool, "average_pool")
       o.countIncludePad = c.attrInt("count_include_pad", 0) != 0;
       c.setOutput(0, average_pool(x, k, o));
     })
-    .exporter([](OnnxExportCtx& c) { exportPool(c, true, false); });
+    .exporter([](OnnxExportCtx& c) {
+      ONYX_ASSERT(c.attrs().i("block") == 0, "average_pool: channel-blocked tensors in a graph being exported (the "
+                  "blocked_layout pass runs for the CPU kernels only)");
+      exportPool(c, true, false);
+    });
 
 Expr average_pool(Expr x, const std::vector<int64_t>& kernel, const PoolOptions& o) {
   AttrList l = poolAttrs(kernel, o);

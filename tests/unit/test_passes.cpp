@@ -778,6 +778,54 @@ TEST(Passes, BlockedLayoutKeepsPoolsAndConcatsBetweenConvsBlocked) {
   for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], portable[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
 }
 
+// DenseNet's pattern: each layer's batch norm (channel_affine) and relu
+// read the concatenation of the earlier outputs, a transition (batch norm,
+// relu, 1x1 conv, average pool) ends the block; all of it stays blocked.
+Expr denseChain(ExpressionGraph& g) {
+  Expr x = boundInput(g, {2, 8, 10, 10}, [](float i) { return std::cos(0.05f * i); });
+  ConvOptions pad1;
+  pad1.pads = {1, 1, 1, 1};
+  auto bnRelu = [&g](Expr v) {
+    const int64_t C = v->shape()[1];
+    return relu(channel_affine(v, randomConst(g, {C}, 0.5, 1.5), randomConst(g, {C}, -0.5, 0.5)));
+  };
+  Expr h0 = conv(x, randomConst(g, {16, 8, 3, 3}), randomConst(g, {16}), pad1);
+  Expr c1 = conv(bnRelu(h0), randomConst(g, {16, 16, 3, 3}), randomConst(g, {16}), pad1);
+  Expr c2 = conv(bnRelu(concat({h0, c1}, 1)), randomConst(g, {16, 32, 3, 3}), randomConst(g, {16}), pad1);
+  Expr t = conv(bnRelu(concat({h0, c1, c2}, 1)), randomConst(g, {32, 48, 1, 1}));
+  PoolOptions o;
+  o.strides = {2, 2};
+  o.pads = {0, 0, 1, 1};  // the last row's and column's windows reach the padding: 6 or 4 taps in x
+  return conv(average_pool(t, {3, 3}, o), randomConst(g, {8, 32, 1, 1}), randomConst(g, {8}));
+}
+
+TEST(Passes, BlockedLayoutKeepsDenseBlocksBlocked) {
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no blocked direct convolutions on this CPU";
+  const int64_t b = host::dnnlChannelBlock();
+  Built ref = make(denseChain), opt = make(denseChain);
+  optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
+  PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
+  // h0, c1, c2, t, the pool, 2 concatenations and 3 batch norms with their relus
+  EXPECT_EQ(firedCount(fired, "blocked_layout"), 13u);
+  std::map<std::string, int> withBlock;
+  for(const Expr& e : opt.g->nodes())
+    if(e->kind() == NodeKind::Op && e->op()->name != "fused_conv" && e->op()->name != "relu")
+      withBlock[e->op()->name] += e->attrs().i("block") == b;
+  EXPECT_EQ(withBlock["channel_affine"], 3);
+  EXPECT_EQ(withBlock["concat"], 2);
+  EXPECT_EQ(withBlock["average_pool"], 1);
+  ref.g->forward();
+  opt.g->forward();
+  std::vector<double> want = values(ref.y), got = values(opt.y);
+  ASSERT_EQ(want.size(), got.size());
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], got[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+  host::setDnnlEnabled(false);
+  opt.g->forward();
+  host::setDnnlEnabled(true);
+  std::vector<double> portable = values(opt.y);
+  for(size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(want[i], portable[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+}
+
 // The blocked max pool keeps max_pool's answer where it is not a plain
 // maximum: a NaN anywhere in a window wins, -inf stays. x goes
 // through depthwise convolutions of weight 1 (each channel x * 1 + 0,

@@ -34,6 +34,8 @@ ONYX_GPU_KERNEL("max_pool_grad", [](KernelCtx& c) {
 
 // y[n, c, o..] = mean over the window of x
 ONYX_GPU_KERNEL("average_pool", [](KernelCtx& c) {
+  ONYX_ASSERT(c.attrs.i("block") == 0, "average_pool: channel-blocked x on the GPU (the blocked_layout pass runs "
+              "for the CPU kernels only)");
   const host::PoolGeom p = ops::poolGeom(c.attrs, c.in[0]->shape(), c.out.shape());
   const size_t dev = c.out.getDeviceId().no;
   const bool includePad = c.attrs.i("count_include_pad") != 0;

@@ -26,12 +26,17 @@ int residualIndex(const Node* n) {
   return int(n->numChildren()) - 1 - (n->attrs().i("x_scale") ? 1 : 0);
 }
 
-// A float32 2-D max pool, or a concatenation of float32 4-D tensors along
-// their channels, each a multiple of b: both run on channel-blocked tensors
-// (their `block`).
+// An op that runs on channel-blocked float32 [N, C, H, W] tensors (C a
+// multiple of b) as well as on plain ones: a 2-D max or average pool, a
+// per-channel affine (batch norm), a concatenation along the channels (each
+// input a multiple of b), all under their `block`; relu, which does not see
+// the layout at all.
 bool joinLike(const Node* n, int b) {
-  if(n->value_type() != Type::float32 || n->shape().rank() != 4 || n->shape()[1] % b != 0) return false;
-  if(isOp(n, "max_pool")) return n->child(0)->shape().rank() == 4;
+  if(n->kind() != NodeKind::Op || n->value_type() != Type::float32 || n->shape().rank() != 4 ||
+     n->shape()[1] % b != 0)
+    return false;
+  if(isOp(n, "max_pool") || isOp(n, "average_pool") || isOp(n, "relu") || isOp(n, "channel_affine"))
+    return n->child(0)->shape().rank() == 4;
   if(!isOp(n, "concat")) return false;
   const int64_t axis = n->attrs().i("axis");
   if(axis != 1 && axis != -3) return false;
@@ -39,6 +44,9 @@ bool joinLike(const Node* n, int b) {
     if(n->child(i)->shape().rank() != 4 || n->child(i)->shape()[1] % b != 0) return false;
   return true;
 }
+
+// The inputs of such an op that hold images (a channel_affine's s and t do not).
+size_t imageInputs(const Node* n) { return isOp(n, "concat") ? n->numChildren() : 1; }
 
 // A depthwise convolution (one input channel per group).
 bool depthwise(const Node* n) {
@@ -53,8 +61,8 @@ size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep) {
   if(b == 0) return 0;
   passes::Uses uses(g, keep);
   const std::vector<Expr> nodes = g.nodes();
-  // The candidates: convolution outputs, and the max pools and channel
-  // concatenations between them, none of them kept or unread.
+  // The candidates: convolution outputs, and the pools, batch norms, relus
+  // and channel concatenations between them, none of them kept or unread.
   std::unordered_set<const Node*> cand;
   for(const Expr& e : nodes) {
     const Node* n = e.get();
@@ -96,10 +104,11 @@ size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep) {
             if(r->child(i).get() == n) ok = i == 0 || int(i) == residualIndex(r);
         } else {
           ok = joinLike(r, b) && cand.count(r) && layout == b;
+          for(size_t i = imageInputs(r); ok && i < r->numChildren(); ++i) ok = r->child(i).get() != n;
         }
       }
       if(ok && joinLike(n, b))
-        for(size_t i = 0; ok && i < n->numChildren(); ++i) ok = cand.count(n->child(i).get()) > 0;
+        for(size_t i = 0; ok && i < imageInputs(n); ++i) ok = cand.count(n->child(i).get()) > 0;
       if(ok) {
         ++it;
       } else {
@@ -125,7 +134,7 @@ size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep) {
     std::vector<std::pair<std::string, AttrValue>> attrs;
     const Attrs a = n->attrs();
     if(joinLike(n, b)) {
-      if(!blocked.count(n)) continue;
+      if(!blocked.count(n) || isOp(n, "relu")) continue;  // (relu has no layout to say)
       for(const AttrSpec& spec : n->op()->attrSpecs)
         attrs.emplace_back(spec.name, spec.name == "block" ? attr(int64_t(b)) : a[spec.name.c_str()]);
       g.redefine(e, *n->op(), in, attrs);

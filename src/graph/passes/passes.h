@@ -171,13 +171,15 @@ size_t fuseSqueezeExcite(ExpressionGraph& g, const std::vector<Expr>& keep);
 // AVX-512; channel counts a multiple of the block): the writer and its
 // readers become fused_conv nodes whose x_block / y_block / residual_block
 // say so, and the reorders in and out of the plain layout around each
-// convolution go. A 2-D max_pool or a concat along the channels (each
-// input's a multiple of the block) whose inputs all stay blocked may be
-// read so too, and stays blocked itself (its `block`) under the same rule
-// (SqueezeNet's fire modules, the pools between them). Legal because no
-// other op ever reads such a value; exact (the same kernels, the same sums;
-// a pool's maximum and a concatenation are layout-free). CPU only; returns
-// the number of tensors kept blocked.
+// convolution go. A 2-D max_pool or average_pool, a channel_affine, a relu
+// or a concat along the channels (each input's a multiple of the block)
+// whose image inputs all stay blocked may be read so too, and stays blocked
+// itself (its `block`; relu does not see the layout) under the same rule
+// (SqueezeNet's fire modules and pools; DenseNet's concatenations, batch
+// norms and transitions). Legal because no other op ever reads such a
+// value; exact (the same kernels and sums; the pools, the affine and the
+// concatenation compute the same values in either layout). CPU only;
+// returns the number of tensors kept blocked.
 size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep);
 // int8_layout: a value written by a 2-D qlinear_conv (whose oneDNN int8
 // and float paths both read and write NHWC), or by an element-wise op of
