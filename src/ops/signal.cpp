@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <onyx/core/allocation_limit.h>
+#include <onyx/core/checked.h>
 #include <onyx/graph/expression_graph.h>
 #include <onyx/graph/node_initializers.h>
 #include <onyx/ops/elementwise.h>
@@ -39,8 +40,13 @@ void twiddle(int64_t j, int64_t k, int64_t L, double& c, double& s) {
 std::vector<double> dftMatrix(int64_t n, int64_t c, int64_t L, bool inverse, bool onesided, int64_t& cols) {
   const bool irfft = inverse && onesided;
   const int64_t bins = irfft ? L : (onesided ? L / 2 + 1 : L);
-  cols = irfft ? L : bins * 2;
-  std::vector<double> W(size_t(n * c * cols), 0.0);
+  // L comes from the file (dft_length): the matrix is checked before it is
+  // made (2^57 columns once asked for 2^63 bytes).
+  cols = irfft ? L : mulChecked(bins, 2, "dft: the output's values per line");
+  const int64_t elements = mulChecked(mulChecked(n, c, "dft: the input's values per line"), cols, "dft: the DFT matrix");
+  checkHostAllocation(size_t(mulChecked(elements, int64_t(sizeof(double)), "dft: the DFT matrix's bytes")),
+                      "dft: the DFT matrix");
+  std::vector<double> W(size_t(elements), 0.0);
   auto at = [&](int64_t row, int64_t col) -> double& { return W[size_t(row * cols + col)]; };
   for(int64_t j = 0; j < n; ++j) {
     if(irfft) {
