@@ -346,6 +346,31 @@ def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at, 
     np.testing.assert_array_equal(outs["y"], want)
 
 
+@pytest.mark.parametrize("at,rows,K", [(np.uint8, 1, 301), (np.int8, 2, 301), (np.uint8, 1, 33100)])
+def test_matmul_integer_few_rows_are_exact(tmp_path, at, rows, K):
+    """MatMulInteger with one or two rows (a classifier at batch 1: Onyx's
+    own pairwise int16 product, exact while K * 255^2 < 2^31, K = 33100
+    past it), uint8 B with a zero point per column of 0 or 255 (B - b_zp
+    spans [-255, 255]), A at the ends of its range, an odd K and N = 70 (a
+    partial panel of 32): the reference's int32 values exactly."""
+    rng = np.random.default_rng(rows * 7 + K)
+    N = 70
+    info = np.iinfo(at)
+    a = rng.choice(np.array([info.min, info.max, info.max - 3, info.min + 1], at), (rows, K))
+    b = rng.integers(0, 256, (K, N)).astype(np.uint8)
+    bz = np.where(np.arange(N) % 2, 255, 0).astype(np.uint8)
+    inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(np.array(info.min + 2, at), "az"),
+             numpy_helper.from_array(bz, "bz")]
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    graph = helper.make_graph([node], "gemv", [vi("a", at, a.shape)], [vi("y", np.int32, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    want = ReferenceEvaluator(model).run(None, {"a": a})[0]
+    got = run_onyx(save(model, tmp_path / "m.onnx"), {"a": a}, str(tmp_path / "o"))["y"]
+    assert np.abs(want).max() > 2 ** 20, "the sums are small: the check would be weak"
+    np.testing.assert_array_equal(got, want)
+
+
 def test_qlinear_conv_exports_and_reimports(tmp_path):
     """onnx-export writes qlinear_conv back as QLinearConv: onnxruntime runs
     the exported model to the same bytes as Onyx runs the original."""
