@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -94,6 +95,29 @@ void gemv(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
   }
 }
 
+// Whether a float32 product of this shape goes to OpenBLAS rather than
+// oneDNN: on a CPU without AVX-512 whose model OpenBLAS knows (its core is
+// one with AVX2 kernels, not a fallback such as Prescott), for 16 rows or
+// more and K and N of 256 or more. Alternating timings on one core of a Zen
+// 3 EPYC (AVX2), OpenBLAS 0.3.21's Zen kernels against oneDNN 2.6's sgemm:
+// 128 x 768 by 768 x 3072 8.6 vs 15.1 ms (BERT-base's up-projection; the
+// encoder at batch 1: 365 vs 422 ms), 32 x 1024 by 1024 x 1024 1.22 vs 1.71,
+// 64 x 512 by 512 x 512 0.45 vs 0.56, 256^3 0.40 vs 0.44, 1024 rows even;
+// oneDNN ahead for a K or N below 256 (512 x 64 by 64 x 128: 0.15 vs 0.12;
+// 64 x 512 by 512 x 10) and for few rows (8 x 256 by 256 x 1024: 0.13 vs
+// 0.11). With AVX-512 oneDNN stays (see gemmImpl).
+bool openblasTakes(int64_t M, int64_t N, int64_t K) {
+  static const bool avx2Blas = [] {
+    const unsigned isa = unsigned(dnnl_get_effective_cpu_isa());
+    if(isa & unsigned(dnnl_cpu_isa_avx512_core) & ~unsigned(dnnl_cpu_isa_avx2)) return false;
+    const std::string core = openblas_get_corename();
+    for(const char* good : {"Haswell", "Zen", "SkylakeX", "CooperLake", "SapphireRapids"})
+      if(core == good) return true;
+    return false;
+  }();
+  return avx2Blas && M >= 16 && N >= 256 && K >= 256;
+}
+
 template <class T>
 void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha, const T* A, int64_t lda,
               const T* B, int64_t ldb, double beta, T* C, int64_t ldc) {
@@ -122,7 +146,7 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
       // thread). The price: oneDNN generates its kernels on the first call
       // in a process, about 20 ms once. OpenBLAS stays for float64 and for
       // ONYX_DNNL=0.
-      if(dnnlEnabled()) {
+      if(dnnlEnabled() && !openblasTakes(M, N, K)) {
         // A by B transposed (a linear layer's x W^T, ONNX Gemm's transB) of
         // 16 rows or more goes to oneDNN's matmul primitive (brgemm),
         // cached per shape: alternating timings on 2 threads of an Emerald
