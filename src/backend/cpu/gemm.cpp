@@ -97,7 +97,7 @@ void gemv(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
 
 // Whether a float32 product of this shape goes to OpenBLAS rather than
 // oneDNN: on a CPU without AVX-512 whose model OpenBLAS knows (its core is
-// one with AVX2 kernels, not a fallback such as Prescott), for 16 rows or
+// one with AVX2 kernels, not a fallback such as Prescott), for 128 rows or
 // more and K and N of 256 or more. Alternating timings on one core of a Zen
 // 3 EPYC (AVX2), OpenBLAS 0.3.21's Zen kernels against oneDNN 2.6's sgemm:
 // 128 x 768 by 768 x 3072 8.6 vs 15.1 ms (BERT-base's up-projection; the
@@ -105,7 +105,10 @@ void gemv(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, co
 // 64 x 512 by 512 x 512 0.45 vs 0.56, 256^3 0.40 vs 0.44, 1024 rows even;
 // oneDNN ahead for a K or N below 256 (512 x 64 by 64 x 128: 0.15 vs 0.12;
 // 64 x 512 by 512 x 10) and for few rows (8 x 256 by 256 x 1024: 0.13 vs
-// 0.11). With AVX-512 oneDNN stays (see gemmImpl).
+// 0.11). At 64 rows the models' A x B^T layers were faster through oneDNN's
+// matmul primitive on 2 threads (the MLP at batch 64, alternating: 0.77-0.79
+// vs 0.77-0.89 ms), so they stay there. With AVX-512 oneDNN stays (see
+// gemmImpl).
 bool openblasTakes(int64_t M, int64_t N, int64_t K) {
   static const bool avx2Blas = [] {
     const unsigned isa = unsigned(dnnl_get_effective_cpu_isa());
@@ -115,7 +118,7 @@ bool openblasTakes(int64_t M, int64_t N, int64_t K) {
       if(core == good) return true;
     return false;
   }();
-  return avx2Blas && M >= 16 && N >= 256 && K >= 256;
+  return avx2Blas && M >= 128 && N >= 256 && K >= 256;
 }
 
 template <class T>
