@@ -41,7 +41,7 @@ std::vector<double> dftMatrix(int64_t n, int64_t c, int64_t L, bool inverse, boo
   const bool irfft = inverse && onesided;
   const int64_t bins = irfft ? L : (onesided ? L / 2 + 1 : L);
   // L comes from the file (dft_length): the matrix is checked before it is
-  // made (2^57 columns once asked for 2^63 bytes).
+  // made (a length of 2^53 once asked for 2^59 bytes).
   cols = irfft ? L : mulChecked(bins, 2, "dft: the output's values per line");
   const int64_t elements = mulChecked(mulChecked(n, c, "dft: the input's values per line"), cols, "dft: the DFT matrix");
   checkHostAllocation(size_t(mulChecked(elements, int64_t(sizeof(double)), "dft: the DFT matrix's bytes")),

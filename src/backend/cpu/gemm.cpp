@@ -135,10 +135,11 @@ void gemmImpl(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
     }
     checkBlasDims(M, N, K, lda, ldb, ldc);
     if constexpr(std::is_same<T, float>::value) {
-      // Float32 products go to oneDNN's sgemm (but see openblasTakes), which
-      // picks its kernels from the CPU's instruction sets. OpenBLAS picks them from a table of
-      // CPU models: Debian's 0.3.21 does not know Emerald Rapids (family 6
-      // model 207) and falls back to its Prescott (SSE3) kernels, 15 GFLOP/s
+      // Float32 products go to oneDNN's sgemm (but see openblasTakes),
+      // which picks its kernels from the CPU's instruction sets. OpenBLAS
+      // picks them from a table of CPU models: Debian's 0.3.21 does not know
+      // Emerald Rapids (family 6 model 207) and falls back to its Prescott
+      // (SSE3) kernels, 15 GFLOP/s
       // on one core where oneDNN's AVX-512 sgemm gives 86 (128 x 768 by
       // 768 x 3072). With OpenBLAS's right kernels (OPENBLAS_CORETYPE=
       // SkylakeX) oneDNN was still as fast or faster at every shape tried,

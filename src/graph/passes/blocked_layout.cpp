@@ -129,23 +129,25 @@ size_t blockConvChains(ExpressionGraph& g, const std::vector<Expr>& keep) {
   const OpDef& fused = Registry::instance().get("fused_conv");
   for(const Expr& e : nodes) {
     Node* n = e.get();
+    const bool join = joinLike(n, b) && blocked.count(n) && !isOp(n, "relu");  // (relu has no layout to say)
+    int64_t xb = 0, yb = 0, rb = 0;
+    if(!join && convLike(n)) {
+      const int res = residualIndex(n);
+      xb = layoutOf(n->child(0).get());
+      yb = layoutOf(n);
+      rb = res >= 0 ? layoutOf(n->child(size_t(res)).get()) : 0;
+    }
+    if(!join && !xb && !yb && !rb) continue;
     std::vector<Expr> in;
     for(size_t i = 0; i < n->numChildren(); ++i) in.push_back(n->child(i));
     std::vector<std::pair<std::string, AttrValue>> attrs;
     const Attrs a = n->attrs();
-    if(joinLike(n, b)) {
-      if(!blocked.count(n) || isOp(n, "relu")) continue;  // (relu has no layout to say)
+    if(join) {
       for(const AttrSpec& spec : n->op()->attrSpecs)
         attrs.emplace_back(spec.name, spec.name == "block" ? attr(int64_t(b)) : a[spec.name.c_str()]);
       g.redefine(e, *n->op(), in, attrs);
       continue;
     }
-    if(!convLike(n)) continue;
-    const int res = residualIndex(n);
-    const int64_t xb = layoutOf(n->child(0).get());
-    const int64_t yb = layoutOf(n);
-    const int64_t rb = res >= 0 ? layoutOf(n->child(size_t(res)).get()) : 0;
-    if(!xb && !yb && !rb) continue;
     for(const AttrSpec& spec : n->op()->attrSpecs) attrs.emplace_back(spec.name, a[spec.name.c_str()]);
     attrs.emplace_back("x_block", attr(xb));
     attrs.emplace_back("y_block", attr(yb));
