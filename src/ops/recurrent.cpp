@@ -1,7 +1,8 @@
-// Recurrent: lstm_sequence, ONNX's LSTM as one kernel for inference. Per
-// direction the input projection of every step is one GEMM (x W^T, biases
-// added once); each step is then one GEMM h R^T accumulated into that step's
-// rows in place, followed by the gates element by element. The hidden states
+// Recurrent: lstm_sequence, ONNX's LSTM as one kernel for inference. The
+// input projection of every step and direction is one GEMM (x W^T onto rows
+// of the biases); each step is then one GEMM h R^T accumulated into that
+// step's rows in place (float32 at a few rows: R packed once, see
+// few_rows_gemm.h), followed by the gates element by element. The hidden states
 // are written straight into the output, where the next step's GEMM reads
 // them, so a step allocates and copies nothing.
 #include <onyx/ops/recurrent.h>
@@ -12,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <onyx/backend/cpu/few_rows_gemm.h>
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/backend/cpu/vecmath.h>
@@ -30,6 +32,13 @@ inline T sigmoidOf(T v) {
   return T(1) / (T(1) + std::exp(-v));
 }
 
+// R of each direction packed for host::fewRowsGemm, kept with the node
+// while R is the same constant.
+struct LstmPackedR {
+  const void* r = nullptr;
+  std::vector<host::FewRowsPacked> dirs;
+};
+
 template <class T>
 void lstmKernel(KernelCtx& c) {
   const TensorBase &xt = *c.in[0], &Wt = *c.in[1], &Rt = *c.in[2], &Bt = *c.in[3], &h0t = *c.in[4], &c0t = *c.in[5];
@@ -41,25 +50,48 @@ void lstmKernel(KernelCtx& c) {
   const int64_t seq = xt.shape()[0], batch = xt.shape()[1], in = xt.shape()[2], H = Rt.shape()[2], G = 4 * H;
   const T* x = xt.data<T>();
   T* y = c.out.data<T>();
-  // Per direction: its gate rows for every step and its cell state.
-  const int64_t gateRows = std::max<int64_t>(seq, 1) * batch;
-  Tensor gatesT = c.scratch(Shape({D * gateRows, G}), c.out.type());
+  // The gate rows of every step, [seq * batch, D * G]: direction d's in
+  // columns d * G to (d + 1) * G; and each direction's cell state.
+  const int64_t gateRows = std::max<int64_t>(seq, 1) * batch, LG = D * G;
+  Tensor gatesT = c.scratch(Shape({gateRows, LG}), c.out.type());
   Tensor cellT = c.scratch(Shape({D * batch, H}), c.out.type());
   auto clipped = [&](T v) { return clip > 0 ? std::min(std::max(v, -clip), clip) : v; };
-  // Input projection of all steps, with both biases: big GEMMs, on every thread.
-  for(int d = 0; d < D; ++d) {
-    T* gates = gatesT->data<T>() + d * gateRows * G;
-    const T* W = Wt.data<T>() + d * G * in;
-    const T* B = Bt.data<T>() + d * 2 * G;
-    if(seq > 0) host::gemm<T>(false, true, seq * batch, G, in, 1.0, x, in, W, in, 0.0, gates, G);
-    host::parallelFor(seq * batch, seq * batch * G, [&](int64_t lo, int64_t hi) {
-      for(int64_t r = lo; r < hi; ++r)
-        for(int64_t j = 0; j < G; ++j) gates[r * G + j] += B[j] + B[G + j];
+  // Float32 steps of a few rows: R packed once (per run when R is not a
+  // constant; 64 steps of a tagger amortise that too).
+  std::shared_ptr<LstmPackedR> packed;
+  if constexpr(std::is_same<T, float>::value) {
+    if(host::fewRowsGemmTakes(batch) && seq > 0) {
+      std::shared_ptr<void>& slot = c.node.kernelState();
+      const bool keep = c.node.child(2)->kind() == NodeKind::Constant;
+      packed = keep ? std::static_pointer_cast<LstmPackedR>(slot) : nullptr;
+      if(!packed || packed->r != Rt.raw()) {
+        packed = std::make_shared<LstmPackedR>();
+        packed->r = Rt.raw();
+        for(int d = 0; d < D; ++d)
+          packed->dirs.push_back(host::fewRowsPack(Rt.data<float>() + d * G * H, H, true, H, G));
+        if(keep) slot = packed;
+      }
+    }
+  }
+  // Input projection of all steps and both directions, one GEMM on every
+  // thread (W [D, G, in] is one [D * G, in] matrix) accumulated onto rows of
+  // both biases.
+  {
+    T* gates = gatesT->data<T>();
+    std::vector<T> bias(static_cast<size_t>(LG));
+    for(int64_t d = 0; d < D; ++d)
+      for(int64_t j = 0; j < G; ++j) {
+        const T* B = Bt.data<T>() + d * 2 * G;
+        bias[size_t(d * G + j)] = B[j] + B[G + j];
+      }
+    host::parallelFor(seq * batch, seq * batch * LG, [&](int64_t lo, int64_t hi) {
+      for(int64_t r = lo; r < hi; ++r) std::copy(bias.begin(), bias.end(), gates + r * LG);
     });
+    if(seq > 0) host::gemm<T>(false, true, seq * batch, LG, in, 1.0, x, in, Wt.data<T>(), in, 1.0, gates, LG);
   }
   // The recurrence of direction d: one small GEMM and the gate passes per step.
   auto recur = [&](int d) {
-    T* gates = gatesT->data<T>() + d * gateRows * G;
+    T* gates = gatesT->data<T>() + d * G;
     T* cell = cellT->data<T>() + d * batch * H;
     const bool reverse = direction == "reverse" || d == 1;
     const T* R = Rt.data<T>() + d * G * H;
@@ -68,8 +100,13 @@ void lstmKernel(KernelCtx& c) {
     const T* hPrev = h0t.data<T>() + d * batch * H;
     for(int64_t k = 0; k < seq; ++k) {
       const int64_t t = reverse ? seq - 1 - k : k;
-      T* g = gates + t * batch * G;
-      host::gemm<T>(false, true, batch, G, H, 1.0, hPrev, H, R, H, 1.0, g, G);
+      T* g = gates + t * batch * LG;
+      if constexpr(std::is_same<T, float>::value) {
+        if(packed) host::fewRowsGemm(batch, hPrev, H, packed->dirs[size_t(d)], true, g, LG);
+        else host::gemm<T>(false, true, batch, G, H, 1.0, hPrev, H, R, H, 1.0, g, LG);
+      } else {
+        host::gemm<T>(false, true, batch, G, H, 1.0, hPrev, H, R, H, 1.0, g, LG);
+      }
       T* h = y + (t * D + d) * batch * H;
       if constexpr(std::is_same<T, float>::value) {
         if(!Pd && clip <= 0 && !inputForget) {
@@ -79,7 +116,7 @@ void lstmKernel(KernelCtx& c) {
           host::parallelFor(batch, batch * H * 16, [&](int64_t lo, int64_t hi) {
             std::vector<float> tc(static_cast<size_t>(H));
             for(int64_t b = lo; b < hi; ++b) {
-              float* gb = g + b * G;
+              float* gb = g + b * LG;
               float* cb = cell + b * H;
               float* hb = h + b * H;
               host::vec::sigmoid(gb, gb, 3 * H);
@@ -95,7 +132,7 @@ void lstmKernel(KernelCtx& c) {
       }
       host::parallelFor(batch, batch * H * 16, [&](int64_t lo, int64_t hi) {
         for(int64_t b = lo; b < hi; ++b) {
-          const T* gb = g + b * G;
+          const T* gb = g + b * LG;
           T* cb = cell + b * H;
           T* hb = h + b * H;
           for(int64_t j = 0; j < H; ++j) {

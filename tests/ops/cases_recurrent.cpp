@@ -71,8 +71,8 @@ Ref refLstm(Rs x, const LstmCfg& cfg) {
   return y;
 }
 
-OpCase lstmCase(const std::string& name, const LstmCfg& cfg, int64_t D) {
-  const int64_t seq = 4, batch = 2, inSize = 3, H = 3;
+OpCase lstmCase(const std::string& name, const LstmCfg& cfg, int64_t D, int64_t batch = 2, int64_t H = 3) {
+  const int64_t seq = 4, inSize = 3;
   OpCase c;
   c.op = "lstm_sequence";
   c.name = name;
@@ -92,6 +92,9 @@ OpCase lstmCase(const std::string& name, const LstmCfg& cfg, int64_t D) {
   cases().push_back(lstmCase("forward", {"forward"}, 1));
   cases().push_back(lstmCase("reverse_peepholes_cell_state", {"reverse", 0, false, true, true}, 1));
   cases().push_back(lstmCase("bidirectional_clip_input_forget_cell_state", {"bidirectional", 0.7, true, false, true}, 2));
+  // The float32 few-rows product (few_rows_gemm.h): 4 + 1 rows, 4H = 28
+  // gate columns (a full panel of 24 and a partial one), both directions.
+  cases().push_back(lstmCase("bidirectional_batch5_hidden7", {"bidirectional"}, 2, 5, 7));
   return true;
 }();
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
+#include <onyx/backend/cpu/few_rows_gemm.h>
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/onyx.h>
@@ -53,6 +54,44 @@ TEST(FastPaths, GemmWithOneRowOrColumnIsGemv) {
         }
       }
   host::setDnnlEnabled(wasOn);
+}
+
+// The packed few-rows product against float64 sums: every row count it
+// takes (full blocks of 4 rows and the 1-3 row tails, whose kernels unroll
+// k), a partial last panel, K not a multiple of the unroll, both packings,
+// strided A and C, and accumulate over C's old values (0 overwrites NaN).
+TEST(FastPaths, FewRowsGemmMatchesTheSums) {
+  if(!host::fewRowsGemmRuns()) GTEST_SKIP() << "this CPU has no AVX2 and FMA: fewRowsGemm does not run";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for(int64_t M = 1; M <= 16; ++M)
+    for(int64_t K : {1, 7, 64})
+      for(int64_t N : {5, 24, 53})
+        for(bool transB : {false, true})
+          for(bool accumulate : {false, true}) {
+            const int64_t lda = K + 3, ldb = (transB ? K : N) + 2, ldc = N + 5;
+            std::vector<float> A(size_t(M * lda)), B(size_t((transB ? N : K) * ldb));
+            for(auto& v : A) v = u(rng);
+            for(auto& v : B) v = u(rng);
+            std::vector<float> C(size_t(M * ldc));
+            for(auto& v : C) v = accumulate ? u(rng) : std::numeric_limits<float>::quiet_NaN();
+            const std::vector<float> old = C;
+            host::FewRowsPacked p = host::fewRowsPack(B.data(), ldb, transB, K, N);
+            host::fewRowsGemm(M, A.data(), lda, p, accumulate, C.data(), ldc);
+            for(int64_t i = 0; i < M; ++i)
+              for(int64_t j = 0; j < ldc; ++j) {
+                const size_t at = size_t(i * ldc + j);
+                if(j >= N) {  // C's padding is not written
+                  EXPECT_TRUE(std::isnan(C[at]) == std::isnan(old[at]) && (std::isnan(C[at]) || C[at] == old[at]));
+                  continue;
+                }
+                double want = accumulate ? old[at] : 0.0;
+                for(int64_t k = 0; k < K; ++k)
+                  want += double(A[size_t(i * lda + k)]) * B[size_t(transB ? j * ldb + k : k * ldb + j)];
+                EXPECT_NEAR(C[at], want, 1e-5 * double(K + 1))
+                    << "M " << M << " K " << K << " N " << N << " transB " << transB << " accumulate " << accumulate;
+              }
+          }
 }
 
 // f(x) with x's values as a constant of type t, the result as doubles.
