@@ -15,6 +15,7 @@
 #include <onyx/backend/cpu/few_rows_gemm.h>
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/backend/cpu/parallel.h>
+#include <onyx/backend/cpu/strided.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -92,6 +93,32 @@ TEST(FastPaths, FewRowsGemmMatchesTheSums) {
                     << "M " << M << " K " << K << " N " << N << " transB " << transB << " accumulate " << accumulate;
               }
           }
+}
+
+// A channel concatenation at batch 1 copies one long dense run per input,
+// split into pieces over the threads: every element lands where the plain
+// row copy puts it (odd lengths, so the last piece is short), and nothing
+// outside the destination's rows is written.
+TEST(FastPaths, LongDenseRunsSplitOverThreads) {
+  const int before = host::numThreads();
+  for(int threads : {1, 2, 3}) {
+    host::setNumThreads(threads);
+    for(int64_t rows : {1, 2})
+      for(int64_t inner : {int64_t(40000), int64_t(100003)}) {
+        // src [rows, inner] into the middle columns of dst [rows, inner + 7].
+        const int64_t dims[2] = {rows, inner}, ss[2] = {inner, 1}, ds[2] = {inner + 7, 1};
+        std::vector<float> src(size_t(rows * inner)), dst(size_t(rows * (inner + 7)), -1.f);
+        for(size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+        host::copyStrided(dst.data() + 3, ds, src.data(), ss, dims, 2, sizeof(float));
+        for(int64_t r = 0; r < rows; ++r)
+          for(int64_t j = 0; j < inner + 7; ++j) {
+            const float want = j >= 3 && j < inner + 3 ? float(r * inner + j - 3) : -1.f;
+            ASSERT_EQ(dst[size_t(r * (inner + 7) + j)], want)
+                << "threads " << threads << " rows " << rows << " inner " << inner << " row " << r << " column " << j;
+          }
+      }
+  }
+  host::setNumThreads(before);
 }
 
 // f(x) with x's values as a constant of type t, the result as doubles.
