@@ -13,6 +13,7 @@
 #include <map>
 #include <vector>
 
+#include <onyx/backend/cpu/few_rows_gemm.h>
 #include <onyx/backend/cpu/gemm.h>
 #include <onyx/core/device_backend.h>
 #include <onyx/graph/onnx_export.h>
@@ -168,6 +169,43 @@ void runMatmul(DeviceId dev, Type t, const MatmulDims& d, double alpha, const vo
   }
   gemmBatchedOn(dev, t, d.transA, d.transB, nb, d.M, d.N, d.K, alpha, A, lda, offs.data(), B, ldb,
                 offs.data() + nb, beta, C, d.N, offs.data() + 2 * nb, bf16);
+}
+
+// The weight of a product packed for host::fewRowsGemm, kept with the node
+// while the weight is the same constant.
+struct PackedWeight {
+  const void* w = nullptr;
+  std::shared_ptr<const host::FewRowsPacked> p;
+};
+
+// x[.., M, K] . W[K, N] (or W^T) in float32 with W a constant on the host,
+// alpha 1 and few rows in all: through the packed few-rows kernel, W packed
+// once (host::fewRowsPackShared), onto C (accumulate: the bias already in
+// it). oneDNN's and OpenBLAS's GEMMs pack W again on every call. One Zen 3
+// core, 64 x 784 by 784 x 512: 0.99 vs 0.53 ms (NN), the MLP's first layer
+// (A W^T) 0.74 vs 0.65 ms; 8 rows 0.16 vs 0.09. One row stays a GEMV
+// (streaming W is all either does, and packing would copy it). False where
+// it does not apply.
+bool packedWeightProduct(KernelCtx& c, const MatmulDims& d, bool accumulate) {
+  if(c.out.type() != Type::float32 || !c.out.onHost() || c.bf16() || c.attrs.f("alpha") != 1.0 || d.transA ||
+     d.bVec || c.in[1]->shape().rank() != 2 || c.node.child(1)->kind() != NodeKind::Constant)
+    return false;
+  int64_t rows = d.M;
+  for(size_t i = 0; i < d.batch.size(); ++i) {
+    if(d.aBatch[i] != d.batch[i]) return false;
+    rows *= d.batch[i];
+  }
+  if(rows < 2 || !host::fewRowsGemmTakes(rows)) return false;
+  std::shared_ptr<void>& slot = c.node.kernelState();
+  auto st = std::static_pointer_cast<PackedWeight>(slot);
+  if(!st || st->w != c.in[1]->raw()) {
+    st = std::make_shared<PackedWeight>();
+    st->w = c.in[1]->raw();
+    st->p = host::fewRowsPackShared(c.in[1]->data<float>(), d.transB ? d.K : d.N, d.transB, d.K, d.N);
+    slot = st;
+  }
+  host::fewRowsGemm(rows, c.in[0]->data<float>(), d.K, *st->p, accumulate, c.out.data<float>(), d.N);
+  return true;
 }
 
 Expr makeMatmul(Expr a, Expr b, bool transA, bool transB, double alpha);
@@ -363,6 +401,7 @@ ONYX_OP(kMatmul, "matmul")
     })
     .anyDevice([](KernelCtx& c) {
       MatmulDims d = dimsOf(c.in[0]->shape(), c.in[1]->shape(), c.attrs);
+      if(packedWeightProduct(c, d, false)) return;
       runMatmul(c.out.getDeviceId(), c.out.type(), d, c.attrs.f("alpha"), c.in[0]->raw(), c.in[1]->raw(), 0.0,
                 c.out.raw(), c.bf16());
     })
@@ -439,6 +478,7 @@ ONYX_OP(kAffine, "affine")
           host::elementwise<T, T>(_2, c.out, *c.in[2]);
         });
       }
+      if(packedWeightProduct(c, d, true)) return;
       runMatmul(c.out.getDeviceId(), c.out.type(), d, c.attrs.f("alpha"), c.in[0]->raw(), c.in[1]->raw(), 1.0,
                 c.out.raw(), c.bf16());
     })

@@ -36,7 +36,7 @@ inline T sigmoidOf(T v) {
 // while R is the same constant.
 struct LstmPackedR {
   const void* r = nullptr;
-  std::vector<host::FewRowsPacked> dirs;
+  std::vector<std::shared_ptr<const host::FewRowsPacked>> dirs;
 };
 
 template <class T>
@@ -67,8 +67,11 @@ void lstmKernel(KernelCtx& c) {
       if(!packed || packed->r != Rt.raw()) {
         packed = std::make_shared<LstmPackedR>();
         packed->r = Rt.raw();
-        for(int d = 0; d < D; ++d)
-          packed->dirs.push_back(host::fewRowsPack(Rt.data<float>() + d * G * H, H, true, H, G));
+        for(int d = 0; d < D; ++d) {
+          const float* Rd = Rt.data<float>() + d * G * H;
+          packed->dirs.push_back(keep ? host::fewRowsPackShared(Rd, H, true, H, G)
+                                      : std::make_shared<const host::FewRowsPacked>(host::fewRowsPack(Rd, H, true, H, G)));
+        }
         if(keep) slot = packed;
       }
     }
@@ -102,7 +105,7 @@ void lstmKernel(KernelCtx& c) {
       const int64_t t = reverse ? seq - 1 - k : k;
       T* g = gates + t * batch * LG;
       if constexpr(std::is_same<T, float>::value) {
-        if(packed) host::fewRowsGemm(batch, hPrev, H, packed->dirs[size_t(d)], true, g, LG);
+        if(packed) host::fewRowsGemm(batch, hPrev, H, *packed->dirs[size_t(d)], true, g, LG);
         else host::gemm<T>(false, true, batch, G, H, 1.0, hPrev, H, R, H, 1.0, g, LG);
       } else {
         host::gemm<T>(false, true, batch, G, H, 1.0, hPrev, H, R, H, 1.0, g, LG);

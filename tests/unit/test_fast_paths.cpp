@@ -95,6 +95,56 @@ TEST(FastPaths, FewRowsGemmMatchesTheSums) {
           }
 }
 
+// Products by a constant weight of 2 to 64 rows in all (batched x
+// included) run the packed few-rows kernel where it is taken: matmul (W and
+// W^T) and affine (onto the bias) against float64 sums, each run twice (the
+// second on the kept packing); one packing per weight in the process.
+TEST(FastPaths, ConstantWeightProductsOfFewRows) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto rand = [&](const Shape& s) {
+    Tensor t = TensorBase::create(s, Type::float32);
+    std::vector<float> v(size_t(s.elements()));
+    for(auto& e : v) e = u(rng);
+    t->set(v);
+    return t;
+  };
+  const int64_t K = 37, N = 29;
+  for(bool transB : {false, true})
+    for(bool withBias : {false, true})
+      for(const Shape& xs : {Shape({2, K}), Shape({13, K}), Shape({3, 5, K}), Shape({64, K}), Shape({65, K})}) {
+        Tensor x = rand(xs), w = rand(transB ? Shape({N, K}) : Shape({K, N})), b = rand(Shape({N}));
+        const std::vector<float> xv = x->toVector<float>(), wv = w->toVector<float>(), bv = b->toVector<float>();
+        auto g = New<ExpressionGraph>();
+        g->setInference(true);
+        Expr W = g->constant(w);
+        Expr y = withBias ? affine(g->constant(x), W, g->constant(b), false, transB)
+                          : dot(g->constant(x), W, false, transB);
+        y->keepValue();
+        const int64_t rows = xs.elements() / K;
+        for(int run = 0; run < 2; ++run) {
+          g->forward();
+          const std::vector<float> got = y->val()->toVector<float>();
+          ASSERT_EQ(int64_t(got.size()), rows * N);
+          for(int64_t r = 0; r < rows; ++r)
+            for(int64_t n = 0; n < N; ++n) {
+              double want = withBias ? bv[size_t(n)] : 0.0;
+              for(int64_t k = 0; k < K; ++k)
+                want += double(xv[size_t(r * K + k)]) * wv[size_t(transB ? n * K + k : k * N + n)];
+              ASSERT_NEAR(got[size_t(r * N + n)], want, 1e-5)
+                  << "x " << xs << " transB " << transB << " bias " << withBias << " run " << run;
+            }
+        }
+      }
+  if(host::fewRowsGemmRuns()) {
+    std::vector<float> w(size_t(K * N), 1.f), w2(w);
+    auto a = host::fewRowsPackShared(w.data(), N, false, K, N), b = host::fewRowsPackShared(w.data(), N, false, K, N);
+    EXPECT_EQ(a.get(), b.get());
+    EXPECT_NE(a.get(), host::fewRowsPackShared(w2.data(), N, false, K, N).get());
+    EXPECT_NE(a.get(), host::fewRowsPackShared(w.data(), K, true, N, K).get());
+  }
+}
+
 // A channel concatenation at batch 1 copies one long dense run per input,
 // split into pieces over the threads: every element lands where the plain
 // row copy puts it (odd lengths, so the last piece is short), and nothing

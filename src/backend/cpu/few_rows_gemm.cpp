@@ -1,6 +1,9 @@
 #include <onyx/backend/cpu/few_rows_gemm.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/backend/cpu/vecmath.h>
@@ -109,7 +112,7 @@ bool fewRowsGemmRuns() {
 #endif
 }
 
-bool fewRowsGemmTakes(int64_t M) { return M >= 1 && M <= 16 && fewRowsGemmRuns() && vec::bestIsa() == vec::Isa::avx2; }
+bool fewRowsGemmTakes(int64_t M) { return M >= 1 && M <= 64 && fewRowsGemmRuns() && vec::bestIsa() == vec::Isa::avx2; }
 
 FewRowsPacked fewRowsPack(const float* B, int64_t ldb, bool transB, int64_t K, int64_t N) {
   FewRowsPacked out;
@@ -124,6 +127,25 @@ FewRowsPacked fewRowsPack(const float* B, int64_t ldb, bool transB, int64_t K, i
       for(int64_t j = 0; j < cols; ++j) p[k * kPanel + j] = transB ? B[(n0 + j) * ldb + k] : B[k * ldb + n0 + j];
   }
   return out;
+}
+
+std::shared_ptr<const FewRowsPacked> fewRowsPackShared(const float* B, int64_t ldb, bool transB, int64_t K,
+                                                       int64_t N) {
+  using Key = std::tuple<const float*, int64_t, bool, int64_t, int64_t>;
+  static std::mutex mu;
+  static std::map<Key, std::weak_ptr<const FewRowsPacked>> made;
+  const Key key{B, ldb, transB, K, N};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if(auto p = made[key].lock()) return p;
+  }
+  // Packed outside the lock; two threads packing the same matrix at once
+  // both pack it, and the later one's is kept.
+  auto p = std::make_shared<const FewRowsPacked>(fewRowsPack(B, ldb, transB, K, N));
+  std::lock_guard<std::mutex> lock(mu);
+  for(auto it = made.begin(); it != made.end();) it = it->second.expired() ? made.erase(it) : std::next(it);
+  made[key] = p;
+  return p;
 }
 
 void fewRowsGemm(int64_t M, const float* A, int64_t lda, const FewRowsPacked& B, bool accumulate, float* C,
