@@ -313,14 +313,24 @@ bool convTransposePatches(KernelCtx& c) {
     host::parallelFor(M, rows * HW, [&](int64_t lo, int64_t hi) {
       for(int64_t m = lo; m < hi; ++m) {
         const float b = bias ? bias[m] : 0.f;
-        for(int64_t a = 0; a < kh; ++a)
-          for(int64_t bb = 0; bb < kw; ++bb) {
-            const float* t = tmp + ((m * kh + a) * kw + bb) * HW;
-            for(int64_t i = 0; i < H; ++i) {
-              float* yr = y + (m * H * kh + i * kh + a) * W * kw + bb;
-              for(int64_t j = 0; j < W; ++j) yr[j * kw] = t[i * W + j] + b;
+        // Output row i * kh + a interleaves the kw patch rows (m, a, 0..kw)
+        // of input row i: written in order, each output line once.
+        for(int64_t a = 0; a < kh; ++a) {
+          const float* t = tmp + (m * kh + a) * kw * HW;
+          for(int64_t i = 0; i < H; ++i) {
+            float* yr = y + (m * H * kh + i * kh + a) * W * kw;
+            if(kw == 2) {
+              const float *t0 = t + i * W, *t1 = t + HW + i * W;
+              for(int64_t j = 0; j < W; ++j) {
+                yr[2 * j] = t0[j] + b;
+                yr[2 * j + 1] = t1[j] + b;
+              }
+              continue;
             }
+            for(int64_t j = 0; j < W; ++j)
+              for(int64_t bb = 0; bb < kw; ++bb) yr[j * kw + bb] = t[bb * HW + i * W + j] + b;
           }
+        }
       }
     });
   }

@@ -241,6 +241,7 @@ void fusedSeCases() {
   // kernel == stride: windows that do not overlap (the GEMM-and-scatter path)
   convTransposeCase("2d_patches_stride_eq_kernel", {2, 4, 3, 5}, {4, 3, 2, 2}, true, {{2, 2}, {}, {}, 1, {}});
   convTransposeCase("2d_patches_3x2_no_bias", {1, 3, 2, 4}, {3, 2, 3, 2}, false, {{3, 2}, {}, {}, 1, {}});
+  convTransposeCase("2d_patches_2x3_bias", {1, 2, 3, 2}, {2, 2, 2, 3}, true, {{2, 3}, {}, {}, 1, {}});
 
   convGradWeightCase("2d_stride_pad", {2, 2, 5, 4}, {2, 3, 3, 2}, {2, 2}, {{2, 2}, {}, {1, 0, 0, 0}, 1, {}});
   convGradWeightCase("2d_group2_dilation", {1, 4, 5, 5}, {1, 2, 3, 1}, {2, 3}, {{}, {1, 2}, {}, 2, {}});
