@@ -16,7 +16,9 @@
 // tests/unit/test_vecmath.cpp): exp, expm1, log, sin, cos, tan, asin, acos,
 // atan, atanh, tanh, erf and pow are SLEEF's u10 functions, 1.0 ULP. sqrt and
 // reciprocal are the instructions (correctly rounded). The compositions round
-// a few times more: sigmoid 3 ULP, silu 3.5, softplus 3, mish 4, elu/celu 2,
+// a few times more (sigmoid and silu on AVX2 through a Cephes-style e^-|x|,
+// vecmath_avx2.cpp, twice as fast as SLEEF's exp: 2.4 and 3.1 ULP measured):
+// sigmoid 3 ULP, silu 3.5, softplus 3, mish 4, elu/celu 2,
 // selu 3, softsign 2; gelu 4 ULP plus 4 eps |x| absolute (1 + erf and 1 + tanh
 // cancel for negative x, in the functors' float formula as well).
 // sinh, cosh, asinh, acosh and log1p have no vector form: SLEEF's float ones

@@ -38,7 +38,7 @@ struct Body {
   // for x >= 0, t / (1 + t) below, which keeps the tiny values of large
   // negative x (down to the subnormals) instead of 1 / inf = 0.
   static R sigmoidOf(R x) {
-    R t = V::exp(-V::abs(x));
+    R t = V::expNonPositive(-V::abs(x));
     R r = splat(1.f) / (splat(1.f) + t);
     return x >= splat(0.f) ? r : t * r;
   }
