@@ -98,28 +98,15 @@ void copyStrided(void* dstv, const int64_t* ds, const void* srcv, const int64_t*
   }
   int64_t inner = d[n - 1], rows = total / inner;
   int64_t e = static_cast<int64_t>(esize);
-  if(a[n - 1] == 1 && b[n - 1] == 1 && rows < numThreads() && inner * e >= (int64_t(1) << 17)) {
-    // Fewer dense rows than threads (a channel concatenation at batch 1:
-    // one run per input): each row's memcpy is split into pieces of at least
-    // 64 KiB over the threads.
-    const int64_t pieces = std::min<int64_t>(numThreads(), inner * e >> 16), per = (inner + pieces - 1) / pieces;
-    parallelFor(rows * pieces, total, [&](int64_t lo, int64_t hi) {
-      for(int64_t task = lo; task < hi; ++task) {
-        int64_t row = task / pieces, i0 = (task % pieces) * per, od = 0, os = 0, rem = row;
-        for(int k = n - 2; k >= 0; --k) {
-          int64_t idx = rem % d[k];
-          rem /= d[k];
-          od += idx * a[k];
-          os += idx * b[k];
-        }
-        const int64_t m = std::min(per, inner - i0);
-        if(m > 0) std::memcpy(dst + (od + i0) * e, src + (os + i0) * e, static_cast<size_t>(m * e));
-      }
-    });
-    return;
-  }
-  parallelFor(rows, total, [&](int64_t lo, int64_t hi) {
-    for(int64_t row = lo; row < hi; ++row) {
+  // Fewer dense rows than threads (a channel concatenation at batch 1: one
+  // run per input): each row is copied in pieces of at least 64 KiB spread
+  // over the threads; otherwise a piece is a whole row.
+  const bool split = a[n - 1] == 1 && b[n - 1] == 1 && rows < numThreads() && inner * e >= (int64_t(1) << 17);
+  const int64_t pieces = split ? std::min<int64_t>(numThreads(), inner * e >> 16) : 1;
+  const int64_t per = (inner + pieces - 1) / pieces;
+  parallelFor(rows * pieces, total, [&](int64_t lo, int64_t hi) {
+    for(int64_t task = lo; task < hi; ++task) {
+      const int64_t row = task / pieces, i0 = (task % pieces) * per, m = std::min(per, inner - i0);
       int64_t od = 0, os = 0, rem = row;
       for(int k = n - 2; k >= 0; --k) {
         int64_t idx = rem % d[k];
@@ -127,7 +114,7 @@ void copyStrided(void* dstv, const int64_t* ds, const void* srcv, const int64_t*
         od += idx * a[k];
         os += idx * b[k];
       }
-      copyRun(dst + od * e, a[n - 1], src + os * e, b[n - 1], inner, esize);
+      if(m > 0) copyRun(dst + (od + i0 * a[n - 1]) * e, a[n - 1], src + (os + i0 * b[n - 1]) * e, b[n - 1], m, esize);
     }
   });
 }
