@@ -59,6 +59,9 @@ Shape inferConvWindow(InferCtx& c, const Shape& xs, const Shape& ws);
 // the node being exported, its x of shape xs and W of shape ws; negative
 // pads are an error (QLinearConv's export).
 OnnxAttrs convOnnxAttrs(OnnxExportCtx& c, const Shape& xs, const Shape& ws);
+// For tests: how many float32 weight gradients ran as one GEMM per block of
+// samples (small images; ops/convolution.cpp) since the process started.
+uint64_t convGradWeightGemmRuns();
 }  // namespace ops
 
 // ---- ONNX import helpers of the window ops, shared by the import rules of

@@ -336,6 +336,52 @@ TEST(DnnlConv, OpsMatchThePortableKernels) {
   EXPECT_GT(taken, 250);
 }
 
+// Weight gradients over small images (at most 64 positions, enough samples
+// for a product 512 deep) run as one GEMM per block of samples: 1-, 2- and
+// 3-D, strides, dilations and uneven pads, and a batch of two blocks, each
+// against the portable kernel (oneDNN off).
+TEST(DnnlConv, GradWeightOfSmallImagesMatchesThePortableKernel) {
+  EnabledGuard guard;
+  auto make = [](int nd, int64_t N, int64_t Cg, int64_t Mg, std::vector<int64_t> img, std::vector<int64_t> k,
+                 std::vector<int64_t> s, std::vector<int64_t> d, std::vector<int64_t> pads) {
+    Case c;
+    c.op = Op::GradWeight;
+    c.nd = nd;
+    c.N = N;
+    c.G = 1;
+    c.Cg = Cg;
+    c.Mg = Mg;
+    c.img = std::move(img);
+    c.k = std::move(k);
+    c.o.strides = std::move(s);
+    c.o.dilations = std::move(d);
+    c.o.pads = std::move(pads);
+    c.bias = false;
+    c.cutDy = false;
+    return c;
+  };
+  const std::vector<Case> cases{
+      make(2, 13, 6, 5, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),          // 49 positions, one block
+      make(2, 45, 4, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),          // blocks of 42 and 3 samples
+      make(2, 40, 3, 4, {9, 8}, {3, 2}, {2, 1}, {1, 2}, {0, 1, 1, 0}),          // stride 2, dilation, uneven pads
+      make(1, 50, 2, 3, {40}, {5}, {2}, {2}, {3, 1}),                          // 1-D, 18 positions
+      make(3, 20, 2, 3, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1})};  // 3-D, 64 positions
+  for(size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    host::setDnnlEnabled(false);
+    std::vector<float> want = runCase(c, uint32_t(100 + i));
+    host::setDnnlEnabled(true);
+    const uint64_t before = ops::convGradWeightGemmRuns();
+    std::vector<float> got = runCase(c, uint32_t(100 + i));
+    EXPECT_EQ(ops::convGradWeightGemmRuns(), before + 1) << c.describe();
+    ASSERT_EQ(got.size(), want.size()) << c.describe();
+    float scale = 1;
+    for(float v : want) scale = std::max(scale, std::abs(v));
+    for(size_t j = 0; j < got.size(); ++j)
+      ASSERT_NEAR(got[j], want[j], 1e-5f * scale * std::sqrt(float(c.N * 64))) << c.describe() << ", element " << j;
+  }
+}
+
 // Convolutions oneDNN runs channels-last (NHWC) on this CPU take their
 // plain image and give their plain output through the library's own
 // NCHW <-> NHWC transpose: the same values as the portable kernels, with
