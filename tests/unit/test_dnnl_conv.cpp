@@ -426,5 +426,59 @@ TEST(DnnlConv, ChannelsLastCopiesMatchThePortableKernels) {
   }
 }
 
+// The copies between plain NCHW and oneDNN's channel blocks around a blocked
+// convolution: channel counts that leave the last block padded (ShuffleNet's
+// 58 and 116; ours on AVX2, not oneDNN's reorder) and ones that fill their
+// blocks, in and out, for the forward, transposed and weight-gradient kernels.
+TEST(DnnlConv, BlockedCopiesMatchThePortableKernels) {
+  EnabledGuard guard;
+  if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no channel-blocked kernels on this CPU";
+  host::setDnnlLayout(host::DnnlLayout::Blocked);
+  struct Shape2 {
+    Op op;
+    int64_t N, C, M, H, W, k, s;
+  };
+  const uint64_t before = host::dnnlChannelsTransposes();
+  for(const Shape2& sh : {Shape2{Op::Conv, 1, 58, 116, 14, 13, 1, 1}, Shape2{Op::Conv, 2, 16, 24, 9, 9, 3, 2},
+                          Shape2{Op::Conv, 1, 13, 5, 7, 11, 3, 1}, Shape2{Op::Transpose, 2, 11, 21, 6, 7, 3, 2},
+                          Shape2{Op::GradWeight, 3, 10, 19, 12, 9, 3, 1}}) {
+    Case c;
+    c.op = sh.op;
+    c.nd = 2;
+    c.N = sh.N;
+    c.G = 1;
+    c.Cg = sh.C;
+    c.Mg = sh.M;
+    c.img = {sh.H, sh.W};
+    c.k = {sh.k, sh.k};
+    c.o.strides = {sh.s, sh.s};
+    c.o.dilations = {1, 1};
+    // (a 1x1 conv with pads is one oneDNN runs plain)
+    c.o.pads = sh.k == 1 ? std::vector<int64_t>{0, 0, 0, 0} : std::vector<int64_t>{1, 0, 0, 1};
+    c.o.outputPadding = {0, 0};
+    c.o.group = 1;
+    c.bias = sh.op != Op::GradWeight;
+    c.cutDy = false;
+    host::setDnnlEnabled(false);
+    std::vector<float> want = runCase(c, 12);
+    host::setDnnlEnabled(true);
+    const uint64_t copies = host::dnnlChannelsTransposes();
+    std::vector<float> got = runCase(c, 12);
+    // Ours on AVX2 where a block is padded (blocks that the channels fill,
+    // and AVX-512's blocks of 16, are oneDNN's reorders).
+    if(host::dnnlChannelBlock() == 8 && (sh.C % 8 != 0 || sh.M % 8 != 0)) {
+      EXPECT_GT(host::dnnlChannelsTransposes(), copies) << c.describe();
+    }
+    ASSERT_EQ(got.size(), want.size()) << c.describe();
+    float scale = 1;
+    for(float v : want) scale = std::max(scale, std::abs(v));
+    for(size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-5f * scale * std::sqrt(float(c.Cg * c.Mg + 16))) << c.describe() << ", element " << i;
+  }
+  if(host::dnnlChannelBlock() == 8) {
+    EXPECT_GT(host::dnnlChannelsTransposes(), before);
+  }
+}
+
 }  // namespace
 }  // namespace onyx

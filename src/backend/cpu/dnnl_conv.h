@@ -221,8 +221,9 @@ void setDnnlLayout(DnnlLayout l);  // for A/B timings and tests
 // Calls that oneDNN ran (not declined) since the process started (for
 // tests: a fast path that silently falls back is not one).
 uint64_t dnnlConvRuns();
-// How many NCHW <-> NHWC copies of a convolution's image or output ran
-// through the library's own transpose instead of oneDNN's reorder (tests).
+// How many NCHW <-> NHWC copies (and, on AVX2, NCHW <-> nChw8c copies with a
+// padded last block) of a convolution's image or output ran through the
+// library's own transpose instead of oneDNN's reorder (tests).
 uint64_t dnnlChannelsTransposes();
 
 }  // namespace host
