@@ -97,32 +97,13 @@ using host::ConvDims;
 using ops::convDims;
 using ops::transposedDims;
 
-// col[(c * K + kk) * P + p] = x[c, position p shifted by tap kk] (0 outside).
+// col[(c * K + kk) * P + p] = x[c, position p shifted by tap kk] (0 outside):
+// im2colSamples (below) of one sample.
+template <class T>
+void im2colSamples(const T* x, int64_t nb, int64_t C, const Geom& g, T* col);
 template <class T>
 void im2col(const T* x, int64_t C, const Geom& g, T* col) {
-  const int64_t P = g.posSize, K = g.kSize;
-  for(int64_t c = 0; c < C; ++c) {
-    const T* xc = x + c * g.imgSize;
-    for(int64_t k0 = 0; k0 < g.k[0]; ++k0)
-      for(int64_t k1 = 0; k1 < g.k[1]; ++k1)
-        for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
-          T* row = col + (c * K + (k0 * g.k[1] + k1) * g.k[2] + k2) * P;
-          for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
-            const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
-            for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
-              const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
-              T* r = row + (o0 * g.pos[1] + o1) * g.pos[2];
-              if(i0 < 0 || i0 >= g.img[0] || i1 < 0 || i1 >= g.img[1]) {
-                std::fill(r, r + g.pos[2], T());
-                continue;
-              }
-              const T* xr = xc + (i0 * g.img[1] + i1) * g.img[2];
-              int64_t i2 = k2 * g.d[2] - g.pb[2];
-              for(int64_t o2 = 0; o2 < g.pos[2]; ++o2, i2 += g.s[2]) r[o2] = (i2 >= 0 && i2 < g.img[2]) ? xr[i2] : T();
-            }
-          }
-        }
-  }
+  im2colSamples(x, 1, C, g, col);
 }
 
 // The adjoint of im2col: x[c, tap position] += col[...] (x is not cleared).
@@ -351,7 +332,8 @@ bool convTransposeDnnl(KernelCtx& c) {
 // [j * P, (j + 1) * P), sample j's image c shifted by the tap (0 outside);
 // ld = nb * P. Rows in parallel; the innermost run of a stride-1 tap is a
 // copy between two zero-filled edges.
-void im2colSamples(const float* x, int64_t nb, int64_t C, const Geom& g, float* col) {
+template <class T>
+void im2colSamples(const T* x, int64_t nb, int64_t C, const Geom& g, T* col) {
   const int64_t P = g.posSize, K = g.kSize, ld = nb * P, rows = C * K;
   host::parallelFor(rows, rows * ld, [&](int64_t lo, int64_t hi) {
     for(int64_t r = lo; r < hi; ++r) {
@@ -364,23 +346,24 @@ void im2colSamples(const float* x, int64_t nb, int64_t C, const Geom& g, float* 
       hi2 = std::min(hi2, g.pos[2]);
       lo2 = std::min(lo2, hi2);
       for(int64_t j = 0; j < nb; ++j) {
-        const float* xc = x + (j * C + c) * g.imgSize;
-        float* row = col + r * ld + j * P;
+        const T* xc = x + (j * C + c) * g.imgSize;
+        T* row = col + r * ld + j * P;
         for(int64_t o0 = 0; o0 < g.pos[0]; ++o0) {
           const int64_t i0 = o0 * g.s[0] + k0 * g.d[0] - g.pb[0];
           for(int64_t o1 = 0; o1 < g.pos[1]; ++o1) {
             const int64_t i1 = o1 * g.s[1] + k1 * g.d[1] - g.pb[1];
-            float* out = row + (o0 * g.pos[1] + o1) * g.pos[2];
+            T* out = row + (o0 * g.pos[1] + o1) * g.pos[2];
             if(i0 < 0 || i0 >= g.img[0] || i1 < 0 || i1 >= g.img[1]) {
-              std::fill(out, out + g.pos[2], 0.f);
+              std::fill(out, out + g.pos[2], T());
               continue;
             }
-            const float* in = xc + (i0 * g.img[1] + i1) * g.img[2] + off2;
-            std::fill(out, out + lo2, 0.f);
-            if(s2 == 1) std::copy(in + lo2, in + hi2, out + lo2);
+            // (indices into the input row only where they are inside it)
+            const T* in = xc + (i0 * g.img[1] + i1) * g.img[2];
+            std::fill(out, out + lo2, T());
+            if(s2 == 1 && lo2 < hi2) std::copy(in + lo2 + off2, in + hi2 + off2, out + lo2);
             else
-              for(int64_t o2 = lo2; o2 < hi2; ++o2) out[o2] = in[o2 * s2];
-            std::fill(out + hi2, out + g.pos[2], 0.f);
+              for(int64_t o2 = lo2; o2 < hi2; ++o2) out[o2] = in[o2 * s2 + off2];
+            std::fill(out + hi2, out + g.pos[2], T());
           }
         }
       }

@@ -382,44 +382,54 @@ TEST(DnnlConv, GradWeightOfSmallImagesMatchesThePortableKernel) {
   }
 }
 
+// A 2-D case of one group, square kernel k, stride s, dilation 1.
+Case case2d(Op op, int64_t N, int64_t C, int64_t M, int64_t H, int64_t W, int64_t k, int64_t s,
+            std::vector<int64_t> pads) {
+  Case c;
+  c.op = op;
+  c.nd = 2;
+  c.N = N;
+  c.G = 1;
+  c.Cg = C;
+  c.Mg = M;
+  c.img = {H, W};
+  c.k = {k, k};
+  c.o.strides = {s, s};
+  c.o.dilations = {1, 1};
+  c.o.pads = std::move(pads);
+  c.o.outputPadding = {0, 0};
+  c.o.group = 1;
+  c.bias = op != Op::GradWeight;
+  c.cutDy = false;
+  return c;
+}
+
+// The oneDNN path's result of the case against the portable kernel's.
+void expectPortableResult(const Case& c, uint32_t seed) {
+  host::setDnnlEnabled(false);
+  std::vector<float> want = runCase(c, seed);
+  host::setDnnlEnabled(true);
+  std::vector<float> got = runCase(c, seed);
+  ASSERT_EQ(got.size(), want.size()) << c.describe();
+  float scale = 1;
+  for(float v : want) scale = std::max(scale, std::abs(v));
+  for(size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 2e-5f * scale * std::sqrt(float(c.Cg * c.Mg + 16))) << c.describe() << ", element " << i;
+}
+
 // Convolutions oneDNN runs channels-last (NHWC) on this CPU take their
 // plain image and give their plain output through the library's own
 // NCHW <-> NHWC transpose: the same values as the portable kernels, with
 // image sizes that leave partial 8 x 8 blocks and tiles.
 TEST(DnnlConv, ChannelsLastCopiesMatchThePortableKernels) {
   EnabledGuard guard;
-  struct Shape2 {
-    int64_t N, C, M, H, W, k, s;
-  };
   const uint64_t before = host::dnnlChannelsTransposes();
   // SqueezeNet's first convolution (3 channels), a 1x1 conv to a channel
   // count that is not a multiple of 16, and a small odd one.
-  for(const Shape2& sh : {Shape2{1, 3, 64, 45, 39, 3, 2}, Shape2{2, 40, 100, 13, 13, 1, 1}, Shape2{1, 5, 9, 7, 11, 3, 1}}) {
-    Case c;
-    c.op = Op::Conv;
-    c.nd = 2;
-    c.N = sh.N;
-    c.G = 1;
-    c.Cg = sh.C;
-    c.Mg = sh.M;
-    c.img = {sh.H, sh.W};
-    c.k = {sh.k, sh.k};
-    c.o.strides = {sh.s, sh.s};
-    c.o.dilations = {1, 1};
-    c.o.pads = {0, 0, 0, 0};
-    c.o.group = 1;
-    c.bias = true;
-    c.cutDy = false;
-    host::setDnnlEnabled(false);
-    std::vector<float> want = runCase(c, 11);
-    host::setDnnlEnabled(true);
-    std::vector<float> got = runCase(c, 11);
-    ASSERT_EQ(got.size(), want.size()) << c.describe();
-    float scale = 1;
-    for(float v : want) scale = std::max(scale, std::abs(v));
-    for(size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 2e-5f * scale * std::sqrt(float(c.Cg * c.Mg + 16))) << c.describe() << ", element " << i;
-  }
+  for(const Case& c : {case2d(Op::Conv, 1, 3, 64, 45, 39, 3, 2, {0, 0, 0, 0}),
+                       case2d(Op::Conv, 2, 40, 100, 13, 13, 1, 1, {0, 0, 0, 0}),
+                       case2d(Op::Conv, 1, 5, 9, 7, 11, 3, 1, {0, 0, 0, 0})})
+    expectPortableResult(c, 11);
   // At least the 3-channel one goes channels-last where oneDNN has AVX-512.
   if(host::dnnlChannelBlock() == 16) {
     EXPECT_GT(host::dnnlChannelsTransposes(), before);
@@ -434,46 +444,20 @@ TEST(DnnlConv, BlockedCopiesMatchThePortableKernels) {
   EnabledGuard guard;
   if(host::dnnlChannelBlock() == 0) GTEST_SKIP() << "oneDNN has no channel-blocked kernels on this CPU";
   host::setDnnlLayout(host::DnnlLayout::Blocked);
-  struct Shape2 {
-    Op op;
-    int64_t N, C, M, H, W, k, s;
-  };
   const uint64_t before = host::dnnlChannelsTransposes();
-  for(const Shape2& sh : {Shape2{Op::Conv, 1, 58, 116, 14, 13, 1, 1}, Shape2{Op::Conv, 2, 16, 24, 9, 9, 3, 2},
-                          Shape2{Op::Conv, 1, 13, 5, 7, 11, 3, 1}, Shape2{Op::Transpose, 2, 11, 21, 6, 7, 3, 2},
-                          Shape2{Op::GradWeight, 3, 10, 19, 12, 9, 3, 1}}) {
-    Case c;
-    c.op = sh.op;
-    c.nd = 2;
-    c.N = sh.N;
-    c.G = 1;
-    c.Cg = sh.C;
-    c.Mg = sh.M;
-    c.img = {sh.H, sh.W};
-    c.k = {sh.k, sh.k};
-    c.o.strides = {sh.s, sh.s};
-    c.o.dilations = {1, 1};
-    // (a 1x1 conv with pads is one oneDNN runs plain)
-    c.o.pads = sh.k == 1 ? std::vector<int64_t>{0, 0, 0, 0} : std::vector<int64_t>{1, 0, 0, 1};
-    c.o.outputPadding = {0, 0};
-    c.o.group = 1;
-    c.bias = sh.op != Op::GradWeight;
-    c.cutDy = false;
-    host::setDnnlEnabled(false);
-    std::vector<float> want = runCase(c, 12);
-    host::setDnnlEnabled(true);
+  // (a 1x1 conv with pads is one oneDNN runs plain: none there)
+  for(const Case& c : {case2d(Op::Conv, 1, 58, 116, 14, 13, 1, 1, {0, 0, 0, 0}),
+                       case2d(Op::Conv, 2, 16, 24, 9, 9, 3, 2, {1, 0, 0, 1}),
+                       case2d(Op::Conv, 1, 13, 5, 7, 11, 3, 1, {1, 0, 0, 1}),
+                       case2d(Op::Transpose, 2, 11, 21, 6, 7, 3, 2, {1, 0, 0, 1}),
+                       case2d(Op::GradWeight, 3, 10, 19, 12, 9, 3, 1, {1, 0, 0, 1})}) {
     const uint64_t copies = host::dnnlChannelsTransposes();
-    std::vector<float> got = runCase(c, 12);
+    expectPortableResult(c, 12);
     // Ours on AVX2 where a block is padded (blocks that the channels fill,
     // and AVX-512's blocks of 16, are oneDNN's reorders).
-    if(host::dnnlChannelBlock() == 8 && (sh.C % 8 != 0 || sh.M % 8 != 0)) {
+    if(host::dnnlChannelBlock() == 8 && (c.Cg % 8 != 0 || c.Mg % 8 != 0)) {
       EXPECT_GT(host::dnnlChannelsTransposes(), copies) << c.describe();
     }
-    ASSERT_EQ(got.size(), want.size()) << c.describe();
-    float scale = 1;
-    for(float v : want) scale = std::max(scale, std::abs(v));
-    for(size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 2e-5f * scale * std::sqrt(float(c.Cg * c.Mg + 16))) << c.describe() << ", element " << i;
   }
   if(host::dnnlChannelBlock() == 8) {
     EXPECT_GT(host::dnnlChannelsTransposes(), before);

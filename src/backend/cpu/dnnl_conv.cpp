@@ -479,11 +479,10 @@ void transposeTileBase(const float* from, float* to, int64_t rows, int64_t cols,
   transposeTile(from, to, rows, cols, r0, r1, c0, c1);
 }
 #if defined(__x86_64__)
-// An 8 x 8 block of floats (rows ls apart) into its transpose (rows ld
-// apart): unpack pairs of rows, shuffle pairs of pairs, swap 128-bit halves.
-ONYX_TARGET_AVX2 inline void transpose8x8(const float* s, int64_t ls, float* d, int64_t ld) {
-  __m256 r[8], t[8], u[8];
-  for(int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * ls);
+// The transpose of the 8 x 8 floats in r (row i in r[i]) into o: unpack
+// pairs of rows, shuffle pairs of pairs, swap 128-bit halves.
+ONYX_TARGET_AVX2 inline void transpose8x8Regs(const __m256 r[8], __m256 o[8]) {
+  __m256 t[8], u[8];
   for(int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
@@ -495,9 +494,16 @@ ONYX_TARGET_AVX2 inline void transpose8x8(const float* s, int64_t ls, float* d, 
     u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
   }
   for(int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(d + i * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-    _mm256_storeu_ps(d + (i + 4) * ld, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    o[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    o[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
   }
+}
+// An 8 x 8 block of floats (rows ls apart) into its transpose (rows ld apart).
+ONYX_TARGET_AVX2 inline void transpose8x8(const float* s, int64_t ls, float* d, int64_t ld) {
+  __m256 r[8], o[8];
+  for(int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * ls);
+  transpose8x8Regs(r, o);
+  for(int i = 0; i < 8; ++i) _mm256_storeu_ps(d + i * ld, o[i]);
 }
 ONYX_TARGET_AVX2 void transposeTileAvx2(const float* from, float* to, int64_t rows, int64_t cols, int64_t r0,
                                         int64_t r1, int64_t c0, int64_t c1) {
@@ -606,24 +612,11 @@ ONYX_TARGET_AVX2 void channelsBlock8(const float* from, float* to, bool toBlocke
     float* blocked = (toBlocked ? to : const_cast<float*>(from)) + slab * HW * 8;
     int64_t q = 0;
     for(; q + 8 <= HW; q += 8) {
-      __m256 r[8], t[8], u[8], o[8];
+      __m256 r[8], o[8];
       for(int i = 0; i < 8; ++i)
         r[i] = toBlocked ? (i < rows ? _mm256_loadu_ps(planes + i * HW + q) : _mm256_setzero_ps())
                          : _mm256_loadu_ps(blocked + (q + i) * 8);
-      for(int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-      }
-      for(int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-      }
-      for(int i = 0; i < 4; ++i) {
-        o[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        o[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-      }
+      transpose8x8Regs(r, o);
       if(toBlocked)
         for(int i = 0; i < 8; ++i) _mm256_storeu_ps(blocked + (q + i) * 8, o[i]);
       else
