@@ -773,13 +773,12 @@ void channelMean(const T* x, T* y, int64_t N, const ChannelIndex& ix) {
       } else if(bl == 8 || bl == 16) {
         double a[16] = {};
         const T* xb = xn + k * P * bl;
+        // (a constant block width: each lane its own sum, vectorized)
         if(bl == 8) {
           for(int64_t p = 0; p < P; ++p)
-#pragma omp simd
             for(int ci = 0; ci < 8; ++ci) a[ci] += double(xb[p * 8 + ci]);
         } else {
           for(int64_t p = 0; p < P; ++p)
-#pragma omp simd
             for(int ci = 0; ci < 16; ++ci) a[ci] += double(xb[p * 16 + ci]);
         }
         for(int64_t ci = 0; ci < bl; ++ci) y[n * C + k * bl + ci] = T(a[ci] / double(P));

@@ -598,8 +598,30 @@ void channelsTransposeBf16(const float* from, uint16_t* to, int64_t N, int64_t r
 // with oneDNN's reorder, which was as fast or faster there (32 x 64 x 56
 // x 56: 2.4 against 3.2 ms).
 #if defined(__x86_64__)
-ONYX_TARGET_AVX2 void channelsBlock8(const float* from, float* to, bool toBlocked, int64_t N, int64_t C,
-                                     int64_t HW) {
+// One image's block cb: planes [rows, HW] (rows <= 8 real channels) <->
+// blocked [HW, 8]. (Its own function: clang outlines an OpenMP loop's body
+// without the target attribute, so the AVX2 code may not sit in one.)
+ONYX_TARGET_AVX2 void blockSlab8(float* planes, float* blocked, bool toBlocked, int rows, int64_t HW) {
+  int64_t q = 0;
+  for(; q + 8 <= HW; q += 8) {
+    __m256 r[8], o[8];
+    for(int i = 0; i < 8; ++i)
+      r[i] = toBlocked ? (i < rows ? _mm256_loadu_ps(planes + i * HW + q) : _mm256_setzero_ps())
+                       : _mm256_loadu_ps(blocked + (q + i) * 8);
+    transpose8x8Regs(r, o);
+    if(toBlocked)
+      for(int i = 0; i < 8; ++i) _mm256_storeu_ps(blocked + (q + i) * 8, o[i]);
+    else
+      for(int i = 0; i < rows; ++i) _mm256_storeu_ps(planes + i * HW + q, o[i]);
+  }
+  for(; q < HW; ++q)
+    for(int i = 0; i < 8; ++i) {
+      if(toBlocked) blocked[q * 8 + i] = i < rows ? planes[i * HW + q] : 0.f;
+      else if(i < rows) planes[i * HW + q] = blocked[q * 8 + i];
+    }
+}
+
+void channelsBlock8(const float* from, float* to, bool toBlocked, int64_t N, int64_t C, int64_t HW) {
   const int64_t CB = (C + 7) / 8, slabs = N * CB;
   const bool big = slabs * 8 * HW >= (int64_t(1) << 15);
 #ifdef _OPENMP
@@ -610,23 +632,7 @@ ONYX_TARGET_AVX2 void channelsBlock8(const float* from, float* to, bool toBlocke
     const int rows = int(std::min<int64_t>(8, C - cb * 8));  // the block's real channels
     float* planes = (toBlocked ? const_cast<float*>(from) : to) + (n * C + cb * 8) * HW;
     float* blocked = (toBlocked ? to : const_cast<float*>(from)) + slab * HW * 8;
-    int64_t q = 0;
-    for(; q + 8 <= HW; q += 8) {
-      __m256 r[8], o[8];
-      for(int i = 0; i < 8; ++i)
-        r[i] = toBlocked ? (i < rows ? _mm256_loadu_ps(planes + i * HW + q) : _mm256_setzero_ps())
-                         : _mm256_loadu_ps(blocked + (q + i) * 8);
-      transpose8x8Regs(r, o);
-      if(toBlocked)
-        for(int i = 0; i < 8; ++i) _mm256_storeu_ps(blocked + (q + i) * 8, o[i]);
-      else
-        for(int i = 0; i < rows; ++i) _mm256_storeu_ps(planes + i * HW + q, o[i]);
-    }
-    for(; q < HW; ++q)
-      for(int i = 0; i < 8; ++i) {
-        if(toBlocked) blocked[q * 8 + i] = i < rows ? planes[i * HW + q] : 0.f;
-        else if(i < rows) planes[i * HW + q] = blocked[q * 8 + i];
-      }
+    blockSlab8(planes, blocked, toBlocked, rows, HW);
   }
   (void)big;
 }
