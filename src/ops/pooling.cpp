@@ -473,34 +473,56 @@ __attribute__((always_inline)) inline void maxPoolBlockedRows(const float* x, fl
 }
 
 #ifdef ONYX_POOL_AVX2
-// The same with AVX2 intrinsics, B / 8 vectors per position (the compiler
-// kept the scalar form's NaN test as branches). max_ps(v, m) is v > m ? v :
-// m and m when either is NaN; a NaN v is then blended in: maxNan's result.
+// The same with AVX2 intrinsics, B / 8 vectors per position, separably: per
+// output row, the maximum of its window's input rows at every input column
+// first (col), then each output the maximum of its taps along col. The
+// windows of a 3x3 stride-2 pool share their rows and a column, so this is
+// 2 maxima per output instead of 8 (SqueezeNet's first pool, 64 x 111 x
+// 111 on one Zen 3 core: 0.37 ms against onnxruntime's 0.16). max_ps(v, m)
+// is v > m ? v : m and m when either is NaN; a NaN v is then blended in:
+// any NaN of the window gives NaN, as maxNan's tap-by-tap order does. (Of a
+// window's zeros of both signs, the one kept may differ from the plain
+// kernel's, whose taps go row by row.)
+__attribute__((target("avx2"))) inline __m256 maxNanAvx2(__m256 v, __m256 m) {
+  return _mm256_blendv_ps(_mm256_max_ps(v, m), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
 template <int B>
 __attribute__((target("avx2"))) void maxPoolBlockedRowsAvx2(const float* x, float* y, const Geom& g, int64_t rb,
                                                             int64_t re) {
   constexpr int V = B / 8;
   const int64_t OH = g.pos[1], OW = g.pos[2], IH = g.img[1], IW = g.img[2];
+  std::vector<float> colBuf(size_t(IW * B));
+  float* col = colBuf.data();
+  std::vector<const float*> rowsIn;
+  rowsIn.reserve(size_t(g.k[1]));
+  const __m256 lowest = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for(int64_t r = rb; r < re; ++r) {
     const int64_t plane = r / OH, oh = r % OH;
     const float* xp = x + plane * IH * IW * B;
     float* yr = y + r * OW * B;
+    // col[iw] = max over the window's rows in range of x[ih, iw], in one
+    // pass over them.
+    rowsIn.clear();
+    for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
+      const int64_t ih = oh * g.s[1] + k1 * g.d[1] - g.pb[1];
+      if(ih >= 0 && ih < IH) rowsIn.push_back(xp + ih * IW * B);
+    }
+    const bool any = !rowsIn.empty();
+    if(any)
+      for(int64_t i = 0; i < IW * B; i += 8) {
+        __m256 v = _mm256_loadu_ps(rowsIn[0] + i);
+        for(size_t q = 1; q < rowsIn.size(); ++q) v = maxNanAvx2(_mm256_loadu_ps(rowsIn[q] + i), v);
+        _mm256_storeu_ps(col + i, v);
+      }
     for(int64_t ow = 0; ow < OW; ++ow) {
       __m256 acc[V];
-      for(int j = 0; j < V; ++j) acc[j] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-      for(int64_t k1 = 0; k1 < g.k[1]; ++k1) {
-        const int64_t ih = oh * g.s[1] + k1 * g.d[1] - g.pb[1];
-        if(ih < 0 || ih >= IH) continue;
+      for(int j = 0; j < V; ++j) acc[j] = lowest;
+      if(any)
         for(int64_t k2 = 0; k2 < g.k[2]; ++k2) {
           const int64_t iw = ow * g.s[2] + k2 * g.d[2] - g.pb[2];
           if(iw < 0 || iw >= IW) continue;
-          const float* in = xp + (ih * IW + iw) * B;
-          for(int j = 0; j < V; ++j) {
-            const __m256 v = _mm256_loadu_ps(in + 8 * j);
-            acc[j] = _mm256_blendv_ps(_mm256_max_ps(v, acc[j]), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-          }
+          for(int j = 0; j < V; ++j) acc[j] = maxNanAvx2(_mm256_loadu_ps(col + iw * B + 8 * j), acc[j]);
         }
-      }
       for(int j = 0; j < V; ++j) _mm256_storeu_ps(yr + ow * B + 8 * j, acc[j]);
     }
   }

@@ -315,6 +315,65 @@ TEST(FastPaths, MaxPoolPropagatesNaN) {
   EXPECT_TRUE(std::isnan(y[1]));
 }
 
+// max_pool on channel-blocked tensors (what the blocked_layout pass sets
+// between convolutions; its AVX2 kernel reduces each output row's window
+// rows first, then the columns) against the plain float32 kernel on the same
+// values, NaN and -inf among them: strides, pads, dilations, ceil mode,
+// blocks of 8 and 16.
+TEST(FastPaths, BlockedMaxPoolMatchesThePlainKernel) {
+  std::mt19937 rng(11);
+  const OpDef& op = Registry::instance().get("max_pool");
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  int cases = 0;
+  for(int64_t b : {8, 16})
+    for(int64_t k : {1, 2, 3})
+      for(int64_t s : {1, 2})
+        for(int64_t p : {0, 1})
+          for(int64_t d : {1, 2})
+            for(int64_t ceil : {0, 1}) {
+              if(p >= (k - 1) * d + 1) continue;
+              const int64_t N = 2, C = 2 * b, H = 9, W = 11;
+              std::vector<float> xv(size_t(N * C * H * W));
+              std::uniform_int_distribution<int> u(-50, 50), pick(0, 40);
+              for(float& v : xv) {
+                const int r = pick(rng);
+                v = r == 0 ? nan : r == 1 ? -inf : float(u(rng));
+              }
+              // The same values stored [N, C / b, H, W, b].
+              std::vector<float> xb(xv.size());
+              for(int64_t n = 0; n < N; ++n)
+                for(int64_t c = 0; c < C; ++c)
+                  for(int64_t q = 0; q < H * W; ++q)
+                    xb[size_t(((n * (C / b) + c / b) * H * W + q) * b + c % b)] = xv[size_t((n * C + c) * H * W + q)];
+              auto g = New<ExpressionGraph>();
+              g->setDevice({0, DeviceType::cpu});
+              PoolOptions o;
+              o.strides = {s, s};
+              o.pads = {p, p, 0, p};
+              o.dilations = {d, 1};
+              o.ceilMode = ceil != 0;
+              Expr yp = max_pool(g->constant(TensorBase::fromVector<float>(Shape({N, C, H, W}), xv)), {k, k}, o);
+              Expr yb = g->make(op, {g->constant(TensorBase::fromVector<float>(Shape({N, C, H, W}), xb))},
+                                {{"kernel_shape", attr(IntList{k, k})}, {"strides", attr(IntList{s, s})},
+                                 {"pads", attr(IntList{p, p, 0, p})}, {"dilations", attr(IntList{d, 1})},
+                                 {"ceil_mode", attr(ceil)}, {"block", attr(b)}});
+              g->forward();
+              ASSERT_EQ(yb->shape(), yp->shape());
+              const std::vector<float> want = yp->val()->toVector<float>(), got = yb->val()->toVector<float>();
+              const int64_t OH = yp->shape()[2], OW = yp->shape()[3];
+              for(int64_t n = 0; n < N; ++n)
+                for(int64_t c = 0; c < C; ++c)
+                  for(int64_t q = 0; q < OH * OW; ++q) {
+                    const float w = want[size_t((n * C + c) * OH * OW + q)];
+                    const float v = got[size_t(((n * (C / b) + c / b) * OH * OW + q) * b + c % b)];
+                    if(std::isnan(w)) ASSERT_TRUE(std::isnan(v)) << "b " << b << " k " << k << " s " << s << " p " << p;
+                    else ASSERT_EQ(v, w) << "b " << b << " k " << k << " s " << s << " p " << p << " d " << d;
+                  }
+              ++cases;
+            }
+  EXPECT_GT(cases, 50);
+}
+
 // qlinear_add's CPU loop divides by y_scale with a reciprocal and one FMA
 // correction where the scales allow it, and must give the division's bits:
 // every (a, b) pair of uint8 and of int8, under 300 parameter sets (random
