@@ -291,13 +291,18 @@ ONYX_ONNX_IMPORT(kSplitToSequence, "SplitToSequence", 11).importer([](OnnxImport
   } else {
     Tensor sp = c.value(1);
     if(sp->shape().rank() == 0) {
-      int64_t k = static_cast<int64_t>(sp->getAsDouble(0));
+      // (an integer tensor, read exactly: a uint64 past INT64_MAX through
+      // a double was undefined behaviour, found by the fuzzer)
+      const int64_t k = c.ints(1).at(0);
       c.check(k > 0, "split ", k, " must be positive");
       for(int64_t at = 0; at < len; at += k) sizes.push_back(std::min(k, len - at));
     } else {
       sizes = c.ints(1);
       int64_t sum = 0;
-      for(auto s : sizes) sum += s;
+      for(auto s : sizes) {
+        c.check(s >= 0 && s <= len, "split size ", s, " is outside 0..", len, " (axis ", axis, ")");
+        sum += s;
+      }
       c.check(sum == len, "split sizes sum to ", sum, ", axis ", axis, " has ", len);
     }
   }
