@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
@@ -393,7 +394,7 @@ bool convGradWeightGemm(KernelCtx& c, const ConvDims& cd) {
     return !(v && std::string(v) == "0");
   }();
   // bfloat16 where the CPU has it is oneDNN's; where it does not, float32 runs here as without it.
-  if(!enabled || (c.bf16() && host::dnnlHasBf16()) || cd.G != 1 || cd.direct || cd.N < 2 || cd.P > 64) return false;
+  if(!enabled || (c.bf16() && host::dnnlHasBf16()) || cd.G != 1 || cd.direct || cd.P > 64) return false;
   const int64_t N = cd.N, M = cd.M, C = cd.C, CK = cd.CK, P = cd.P;
   // Samples per block: a product about 2048 deep, col at most 32 MiB.
   int64_t nb = std::max<int64_t>(1, std::min<int64_t>(N, (2048 + P - 1) / P));
@@ -770,24 +771,17 @@ void channelMean(const T* x, T* y, int64_t N, const ChannelIndex& ix) {
         for(int64_t p = 0; p < P; ++p)
           for(int64_t c = 0; c < C; ++c) acc[size_t(c)] += double(xn[p * C + c]);
         for(int64_t c = 0; c < C; ++c) y[n * C + c] = T(acc[size_t(c)] / double(P));
-      } else if(bl == 8 || bl == 16) {
+      } else if(bl) {  // 8 or 16 (fused_conv's infer): one sum per lane, a constant width so it vectorizes
         double a[16] = {};
         const T* xb = xn + k * P * bl;
-        // (a constant block width: each lane its own sum, vectorized)
-        if(bl == 8) {
+        auto sum = [&](auto width) {
+          constexpr int W = decltype(width)::value;
           for(int64_t p = 0; p < P; ++p)
-            for(int ci = 0; ci < 8; ++ci) a[ci] += double(xb[p * 8 + ci]);
-        } else {
-          for(int64_t p = 0; p < P; ++p)
-            for(int ci = 0; ci < 16; ++ci) a[ci] += double(xb[p * 16 + ci]);
-        }
+            for(int ci = 0; ci < W; ++ci) a[ci] += double(xb[p * W + ci]);
+        };
+        if(bl == 8) sum(std::integral_constant<int, 8>{});
+        else sum(std::integral_constant<int, 16>{});
         for(int64_t ci = 0; ci < bl; ++ci) y[n * C + k * bl + ci] = T(a[ci] / double(P));
-      } else if(bl) {
-        for(int64_t ci = 0; ci < bl; ++ci) {
-          double a = 0;
-          for(int64_t p = 0; p < P; ++p) a += double(xn[(k * P + p) * bl + ci]);
-          y[n * C + k * bl + ci] = T(a / double(P));
-        }
       } else {
         const T* xc = xn + k * P;
         double a = 0;
