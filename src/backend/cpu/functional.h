@@ -213,7 +213,7 @@ ONYX_UNARY(hardSwish, v * std::fmax(T(0), std::fmin(T(1), v * T(1.0 / 6.0) + T(0
 ONYX_UNARY(mish, v * std::tanh(softplusOf(v)))
 ONYX_UNARY(logicalNot, !v)
 
-ONYX_BINARY(prelu, isNegative(u) ? static_cast<T>(u * w) : u)
+ONYX_BINARY(prelu, isNegative(u) ? wrapMul(u, w) : u)  // (integers wrap, as mul: a signed overflow was UB, found by the fuzzer)
 ONYX_BINARY(reluGrad, w > T(0) ? u : T(0))
 ONYX_BINARY(add, wrapAdd(u, w))
 ONYX_BINARY(sub, wrapSub(u, w))
