@@ -45,7 +45,10 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def torch_models(size):
+def torch_models(size, names=None):
+    """The workloads as (name, mode, module, input shape), in the order of
+    the page; with names, only those are built (a module is seeded by its
+    name's place in the list, so it is the same either way)."""
     import torch
     from torch import nn
 
@@ -103,23 +106,29 @@ def torch_models(size):
     f = {"full": 0, "small": 1, "smoke": 2}[size]
     pick = lambda *v: v[f]  # noqa: E731
     img = pick(224, 64, 32)
-    torch.manual_seed(0)
-    return [
-        # name, mode, module, input shape
-        ("resnet50", "inference", resnet(Bottleneck, pick([3, 4, 6, 3], [1, 1, 1, 1], [1, 1, 1, 1]), 4),
+    builders = [
+        # name, mode, module builder, input shape
+        ("resnet50", "inference", lambda: resnet(Bottleneck, pick([3, 4, 6, 3], [1, 1, 1, 1], [1, 1, 1, 1]), 4),
          (pick(8, 2, 1), 3, img, img)),
-        ("bert-base", "inference", Encoder(pick(12, 2, 1), pick(768, 128, 32), pick(12, 4, 2), pick(3072, 512, 64)),
+        ("bert-base", "inference",
+         lambda: Encoder(pick(12, 2, 1), pick(768, 128, 32), pick(12, 4, 2), pick(3072, 512, 64)),
          (pick(8, 2, 1), pick(128, 32, 8), pick(768, 128, 32))),
-        ("mlp", "train", nn.Sequential(nn.Linear(784, pick(2048, 256, 32)), nn.ReLU(),
-                                       nn.Linear(pick(2048, 256, 32), pick(2048, 256, 32)), nn.ReLU(),
-                                       nn.Linear(pick(2048, 256, 32), 10)),
+        ("mlp", "train", lambda: nn.Sequential(nn.Linear(784, pick(2048, 256, 32)), nn.ReLU(),
+                                               nn.Linear(pick(2048, 256, 32), pick(2048, 256, 32)), nn.ReLU(),
+                                               nn.Linear(pick(2048, 256, 32), 10)),
          (pick(256, 32, 4), 784)),
-        ("resnet18", "train", resnet(Basic, pick([2, 2, 2, 2], [1, 1, 1, 1], [1, 1, 1, 1]), 1),
+        ("resnet18", "train", lambda: resnet(Basic, pick([2, 2, 2, 2], [1, 1, 1, 1], [1, 1, 1, 1]), 1),
          (pick(32, 2, 2), 3, img, img)),  # BatchNorm trains on >= 2 values per channel
         # a BERT-style fine-tune: 4 layers, hidden 256, 4 heads, FFN 1024, batch 8, sequence 128
-        ("bert-small", "train", Encoder(pick(4, 2, 1), pick(256, 128, 32), pick(4, 4, 2), pick(1024, 512, 64)),
+        ("bert-small", "train", lambda: Encoder(pick(4, 2, 1), pick(256, 128, 32), pick(4, 4, 2), pick(1024, 512, 64)),
          (pick(8, 2, 1), pick(128, 32, 8), pick(256, 128, 32))),
     ]
+    out = []
+    for i, (name, mode, build, shape) in enumerate(builders):
+        if names is None or name in names:
+            torch.manual_seed(i)
+            out.append((name, mode, build(), shape))
+    return out
 
 
 def export(module, x, path, train):
@@ -134,7 +143,9 @@ def export(module, x, path, train):
                       training=mode, do_constant_folding=not train)
 
 
-def time_torch(module, mode, x_host, dev, warmup, iters, lr, bf16=False):
+def torch_step(module, mode, x_host, dev, lr, bf16=False):
+    """One call of the workload in PyTorch (inference, or a training step
+    with SGD), and a function that waits for the device."""
     import contextlib
     import torch
 
@@ -165,11 +176,12 @@ def time_torch(module, mode, x_host, dev, warmup, iters, lr, bf16=False):
             opt.step()
             loss.item()
 
-    t0 = time.perf_counter()
-    step()
-    sync()
-    first = (time.perf_counter() - t0) * 1e3
-    for _ in range(warmup):
+    return step, sync
+
+
+def time_torch(module, mode, x_host, dev, warmup, iters, lr, bf16=False):
+    step, sync = torch_step(module, mode, x_host, dev, lr, bf16)
+    for _ in range(1 + warmup):
         step()
     sync()
     samples = []
@@ -178,7 +190,30 @@ def time_torch(module, mode, x_host, dev, warmup, iters, lr, bf16=False):
         step()
         sync()
         samples.append((time.perf_counter() - t0) * 1e3)
-    return first, samples
+    return samples
+
+
+def cold_first(args, name):
+    """The hidden --cold-first mode: in this new process, build the workload's
+    module, load the weights the parent saved, and time its first call, as
+    onnx-bench's "first run" is the first call of a new process (after
+    Model::load). The module of the parent has run many steps by then (and
+    torch.onnx.export traced it), so its first step there is a warm one."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dev = torch.device("cpu" if args.device == "cpu" else f"cuda:{int(args.device[3:] or 0)}")
+    (_, mode, module, _), = torch_models(args.size, {name})
+    module.load_state_dict(torch.load(args.state, map_location="cpu"))
+    module = module.to(dev)
+    x = torch.from_numpy(np.load(args.x))
+    step, sync = torch_step(module, mode, x, dev, args.lr, args.precision == "bf16")
+    t0 = time.perf_counter()
+    step()
+    sync()
+    print(json.dumps({"first_ms": (time.perf_counter() - t0) * 1e3}))
+    return 0
 
 
 def quantile(v, q):
@@ -201,7 +236,12 @@ def main(argv=None):
     ap.add_argument("--out", default="", help="write the section of this markdown page (docs/performance.md)")
     ap.add_argument("--precision", choices=["float32", "bf16"], default="float32",
                     help="bf16 (CPU only): Onyx --precision bf16 against PyTorch's bfloat16 autocast")
+    ap.add_argument("--cold-first", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--x", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--state", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.cold_first:
+        return cold_first(args, args.cold_first)
     bf16 = args.precision == "bf16"
     if bf16 and args.device != "cpu":
         print("bench_vs_torch: --precision bf16 is a CPU comparison (--device cpu)", file=sys.stderr)
@@ -242,6 +282,11 @@ def main(argv=None):
             x_path = os.path.join(tmp, name + "_x.npy")
             export(module, x, model_path, mode == "train")
             np.save(x_path, x.numpy())
+            state_path = os.path.join(tmp, name + "_state.pt")
+            torch.save(module.state_dict(), state_path)
+            cold = [sys.executable, os.path.abspath(__file__), "--cold-first", name, "--size", args.size, "--x", x_path,
+                    "--state", state_path, "--device", args.device, "--threads", str(args.threads), "--lr",
+                    str(args.lr), "--precision", args.precision]
             module = module.to(dev)
             cmd = [bench, model_path, "--input", f"x={x_path}", "--device", args.device, "--iters", str(args.iters),
                    "--warmup", str(args.warmup), "--threads", str(args.threads), "--json"]
@@ -260,9 +305,13 @@ def main(argv=None):
                 onyx += r["samples_ms"]
                 onyx_first.append(r["first_run_ms"])
                 onyx_precision = r.get("precision", "float32")
-                first, samples = time_torch(module, mode, x, dev, args.warmup, args.iters, args.lr, bf16)
-                tor += samples
-                torch_first.append(first)
+                tor += time_torch(module, mode, x, dev, args.warmup, args.iters, args.lr, bf16)
+                p = subprocess.run(cold, capture_output=True, text=True)
+                if p.returncode != 0:
+                    print(f"bench_vs_torch: {name}: PyTorch's first step in a new process failed: "
+                          f"{p.stderr.strip()}", file=sys.stderr)
+                    return 1
+                torch_first.append(json.loads(p.stdout.strip().splitlines()[-1])["first_ms"])
             row = {"name": name, "mode": mode, "shape": "x".join(map(str, shape)),
                    "onyx_median": float(np.median(onyx)), "onyx_p90": quantile(onyx, 0.9),
                    "torch_median": float(np.median(tor)), "torch_p90": quantile(tor, 0.9),
@@ -320,7 +369,10 @@ def main(argv=None):
          f"warm-up + {args.iters} timed iterations; median and p90 over all timed iterations. Both time the input "
          "upload and the output (or loss) read-back.",
          "- Training: loss = mean(output squared), one SGD step (lr "
-         f"{args.lr}); Onyx rebuilds its graph every step (as its training loop does), which is in its time.\n",
+         f"{args.lr}); Onyx rebuilds its graph every step (as its training loop does), which is in its time.",
+         "- First: the first call in a new process of each (median over the rounds): Onyx's `onnx-bench` after "
+         "`Model::load`, PyTorch's after building the module and loading the same weights (and its device "
+         "set-up); it includes what either does once (graph building, kernel generation, first touch of memory).\n",
          "### Latency\n",
          "Ratio = Onyx median / PyTorch median (below 1: Onyx faster).\n",
          "| workload | mode | input | Onyx median ms | Onyx p90 ms | PyTorch median ms | PyTorch p90 ms | ratio | "
