@@ -135,73 +135,139 @@ BatchNormResult normalizeByBatch(Expr x, const std::vector<int>& axes, Expr scal
 
 namespace {
 
-// y = x * s + t over `blocks` blocks of B channels ([inner, B] each, channel
-// block = block % perSample).
-template <int B>
-void channelAffineBlocked(const float* x, const float* s, const float* t, float* y, int64_t blocks,
-                          int64_t perSample, int64_t inner) {
+// Where channel c's values of sample n start, for x given as parts joined
+// along the channels: plain [N, C_i, inner] or channel-blocked [N, C_i/b,
+// inner, b] per part (c a multiple of b there).
+template <class T>
+struct AffineParts {
+  std::vector<const T*> base;
+  std::vector<int64_t> c0, ci;
+  std::vector<int> partOf;  // per channel (per channel block when blocked)
+  int64_t unit = 1, inner = 0;
+  AffineParts(const KernelCtx& c, int64_t unitSize, int64_t innerSize) : unit(unitSize), inner(innerSize) {
+    const size_t k = c.in.size() - 2;
+    int64_t off = 0;
+    for(size_t i = 0; i < k; ++i) {
+      base.push_back(c.in[i]->data<T>());
+      c0.push_back(off);
+      ci.push_back(c.in[i]->shape()[1]);
+      for(int64_t j = 0; j < ci.back() / unit; ++j) partOf.push_back(int(i));
+      off += ci.back();
+    }
+  }
+  const T* at(int64_t n, int64_t c) const {
+    const size_t i = size_t(partOf[size_t(c / unit)]);
+    return base[i] + (n * (ci[i] / unit) + (c - c0[i]) / unit) * inner * unit;
+  }
+};
+
+template <class T>
+inline T affineOut(T x, T s, T t, bool relu) {
+  T z = x * s + t;
+  return relu && z < T(0) ? T(0) : z;  // relu's own rule: x < 0 ? 0 : x (NaN and -0 stay)
+}
+
+// y = x * s + t over blocks of B channels ([inner, B] each), y's block k
+// being (sample k / perSample, channel block k % perSample).
+template <int B, bool Relu>
+void channelAffineBlocked(const AffineParts<float>& x, const float* s, const float* t, float* y, int64_t blocks,
+                          int64_t perSample) {
+  const int64_t inner = x.inner;
   host::parallelFor(blocks, blocks * inner * B, [&](int64_t lo, int64_t hi) {
     for(int64_t k = lo; k < hi; ++k) {
       float sc[B], sh[B];
+      const int64_t c = (k % perSample) * B;
       for(int i = 0; i < B; ++i) {
-        sc[i] = s[(k % perSample) * B + i];
-        sh[i] = t[(k % perSample) * B + i];
+        sc[i] = s[c + i];
+        sh[i] = t[c + i];
       }
-      const float* __restrict xk = x + k * inner * B;
+      const float* __restrict xk = x.at(k / perSample, c);
       float* __restrict yk = y + k * inner * B;
       for(int64_t p = 0; p < inner; ++p)
-        for(int i = 0; i < B; ++i) yk[p * B + i] = xk[p * B + i] * sc[i] + sh[i];
+        for(int i = 0; i < B; ++i) yk[p * B + i] = affineOut(xk[p * B + i], sc[i], sh[i], Relu);
+    }
+  });
+}
+
+template <class T, bool Relu>
+void channelAffinePlain(const AffineParts<T>& x, const T* s, const T* t, T* y, int64_t N, int64_t C) {
+  const int64_t inner = x.inner, planes = N * C;
+  host::parallelFor(planes, planes * inner, [&](int64_t lo, int64_t hi) {
+    for(int64_t p = lo; p < hi; ++p) {
+      const T sc = s[p % C], sh = t[p % C];
+      const T* __restrict xp = x.at(p / C, p % C);
+      T* __restrict yp = y + p * inner;
+      for(int64_t i = 0; i < inner; ++i) yp[i] = affineOut(xp[i], sc, sh, Relu);
     }
   });
 }
 
 template <class T>
 void channelAffineKernel(KernelCtx& c) {
-  const Shape& xs = c.in[0]->shape();
-  const int64_t C = xs[1], inner = xs.elements() / std::max<int64_t>(1, xs[0] * C), planes = xs[0] * C;
-  const T *x = c.in[0]->data<T>(), *s = c.in[1]->data<T>(), *t = c.in[2]->data<T>();
+  const Shape& ys = c.out.shape();
+  const int64_t N = ys[0], C = ys[1], inner = ys.elements() / std::max<int64_t>(1, N * C);
+  const size_t k = c.in.size() - 2;
+  const T *s = c.in[k]->data<T>(), *t = c.in[k + 1]->data<T>();
   T* y = c.out.data<T>();
+  const bool relu = c.attrs.i("relu") != 0;
   if(const int64_t b = c.attrs.i("block")) {
     // [N, C/b, H, W, b] in memory: per block of b channels, inner rows of b.
     if constexpr(std::is_same<T, float>::value) {
-      if(b == 8) return channelAffineBlocked<8>(x, s, t, y, planes / b, C / b, inner);
-      ONYX_ASSERT(b == 16, "channel_affine: block ", b);
-      return channelAffineBlocked<16>(x, s, t, y, planes / b, C / b, inner);
+      const AffineParts<float> x(c, b, inner);
+      ONYX_ASSERT(b == 8 || b == 16, "channel_affine: block ", b);
+      if(b == 8)
+        return relu ? channelAffineBlocked<8, true>(x, s, t, y, N * C / b, C / b)
+                    : channelAffineBlocked<8, false>(x, s, t, y, N * C / b, C / b);
+      return relu ? channelAffineBlocked<16, true>(x, s, t, y, N * C / b, C / b)
+                  : channelAffineBlocked<16, false>(x, s, t, y, N * C / b, C / b);
     }
     ONYX_ASSERT(false, "channel_affine: block ", b, " on ", c.out.type());
   }
-  host::parallelFor(planes, planes * inner, [&](int64_t lo, int64_t hi) {
-    for(int64_t p = lo; p < hi; ++p) {
-      const T sc = s[p % C], sh = t[p % C];
-      const T* xp = x + p * inner;
-      T* yp = y + p * inner;
-      for(int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * sc + sh;
-    }
-  });
+  const AffineParts<T> x(c, 1, inner);
+  if(relu) channelAffinePlain<T, true>(x, s, t, y, N, C);
+  else channelAffinePlain<T, false>(x, s, t, y, N, C);
 }
 
 }  // namespace
 
-// y[n, c, ...] = x[n, c, ...] * s[c] + t[c]
+// y[n, c, ...] = x[n, c, ...] * s[c] + t[c] (then max(., 0) with relu),
+// x given as one tensor or as parts joined along axis 1.
 ONYX_OP(kChannelAffine, "channel_affine")
     .doc("y = x * s[c] + t[c] along axis 1 (c) of x [N, C, ...]: a batch norm with stored statistics in one pass; "
-         "block 8 or 16: x and y are stored channel-blocked (oneDNN's nChw8c/16c; float32 4-D, set by the "
-         "blocked_layout pass)")
-    .inputs(3)
+         "inputs x_0, ..., x_k-1, s, t: x is the x_i joined along axis 1 (a concatenation read in place); relu 1: "
+         "y = max(y, 0) as relu computes it; block 8 or 16: the x_i and y are stored channel-blocked (oneDNN's "
+         "nChw8c/16c; float32 4-D, set by the blocked_layout pass)")
+    .inputs(3, -1)
     .attr("block", int64_t(0))
+    .attr("relu", int64_t(0))
     .infer([](InferCtx& c) {
       c.type = c.commonType();
       c.check(c.type == Type::float32 || c.type == Type::float64, "element type ", c.type,
               " is not supported (float32, float64)");
-      const Shape& xs = c.shapeOf(0);
-      c.check(xs.rank() >= 2, "x must have shape [N, C, ...], got ", xs);
-      c.check(c.shapeOf(1) == Shape({xs[1]}) && c.shapeOf(2) == Shape({xs[1]}), "s and t must have shape [", xs[1],
-              "]");
+      const size_t k = c.n() - 2;
+      const Shape& x0 = c.shapeOf(0);
+      c.check(x0.rank() >= 2, "x must have shape [N, C, ...], got ", x0);
+      Shape::Dims d = x0.dims();
+      for(size_t i = 1; i < k; ++i) {
+        const Shape& si = c.shapeOf(i);
+        bool ok = si.rank() == x0.rank();
+        for(int j = 0; ok && j < x0.rank(); ++j) ok = j == 1 || si[j] == x0[j];
+        c.check(ok, "x part ", i, " has shape ", si, " but part 0 has shape ", x0,
+                "; the parts join along axis 1, so all other dims must match");
+        d[1] += si[1];
+      }
+      const Shape xs(d);
+      c.check(c.shapeOf(k) == Shape({xs[1]}) && c.shapeOf(k + 1) == Shape({xs[1]}), "s and t must have shape [",
+              xs[1], "]");
       c.shape = xs;
-      const int64_t b = c.attrs.i("block");
+      const int64_t b = c.attrs.i("block"), relu = c.attrs.i("relu");
+      c.check(relu == 0 || relu == 1, "relu must be 0 or 1, got ", relu);
       c.check(b == 0 || b == 8 || b == 16, "block must be 0 (plain) or 8 or 16 (channel-blocked), got ", b);
       c.check(b == 0 || (c.type == Type::float32 && xs.rank() == 4 && xs[1] % b == 0), "block (a channel-blocked "
               "layout) needs float32 [N, C, H, W] with C a multiple of ", b, ", got ", c.type, " ", xs);
+      for(size_t i = 0; b != 0 && i < k; ++i)
+        c.check(c.shapeOf(i)[1] % b == 0, "x part ", i, " of shape ", c.shapeOf(i), " has channels that are not a "
+                "multiple of block ", b);
     })
     .cpu([](KernelCtx& c) {
       if(c.out.type() == Type::float32) channelAffineKernel<float>(c);
@@ -211,29 +277,65 @@ ONYX_OP(kChannelAffine, "channel_affine")
     .backward([](GradCtx& g) {
       ONYX_ASSERT(g.attrs.i("block") == 0, "channel_affine: a gradient through channel-blocked tensors (the "
                   "blocked_layout pass runs on inference graphs only)");
-      Expr x = g.x(0);
+      const size_t k = g.n() - 2;
+      std::vector<Expr> parts;
+      for(size_t i = 0; i < k; ++i) parts.push_back(g.x(i));
+      Expr x = concat(parts, 1);
       const Shape& xs = x->shape();
       std::vector<int> axes = norm::axesExcept1(xs.rank());
-      if(g.needs(0)) g.add(0, g.dy * norm::perChannel(g.x(1), xs));
-      if(g.needs(1)) g.add(1, sum(g.dy * x, axes, false));
-      if(g.needs(2)) g.add(2, sum(g.dy, axes, false));
+      Expr dz = g.attrs.i("relu") ? relu_grad(g.dy, g.y()) : g.dy;  // y > 0 exactly where x * s + t > 0
+      bool anyX = false;
+      for(size_t i = 0; i < k; ++i) anyX = anyX || g.needs(i);
+      if(anyX) {
+        Expr dx = dz * norm::perChannel(g.x(k), xs);
+        int64_t off = 0;
+        for(size_t i = 0; i < k; ++i) {
+          const int64_t ci = g.x(i)->shape()[1];
+          if(g.needs(i)) g.add(i, k == 1 ? dx : slice(dx, 1, off, off + ci));
+          off += ci;
+        }
+      }
+      if(g.needs(k)) g.add(k, sum(dz * x, axes, false));
+      if(g.needs(k + 1)) g.add(k + 1, sum(dz, axes, false));
     })
     // ONNX's per-channel multiply-add is BatchNormalization with mean 0,
     // variance 1 and epsilon 0: exactly x * s + t, imported back as this op
-    // (norm::channelNorm), and what runtimes fold into a preceding Conv.
+    // (norm::channelNorm), and what runtimes fold into a preceding Conv;
+    // parts are a Concat before it, relu a Relu after it.
     .onnxExport(7, [](OnnxExportCtx& c) {
       ONYX_ASSERT(c.attrs().i("block") == 0, "channel_affine: channel-blocked tensors in a graph being exported "
                   "(the blocked_layout pass runs for the CPU kernels only)");
-      const int64_t C = c.inputShape(0)[1];
+      const size_t k = c.inputs().size() - 2;
+      std::string x = c.input(0);
+      int64_t C = c.inputShape(0)[1];
+      if(k > 1) {
+        x = c.fresh("joined");
+        std::vector<std::string> parts;
+        for(size_t i = 0; i < k; ++i) parts.push_back(c.input(i));
+        for(size_t i = 1; i < k; ++i) C += c.inputShape(i)[1];
+        c.emit("Concat", parts, {x}, {{"axis", int64_t(1)}});
+      }
       Tensor zero = TensorBase::create(Shape({C}), c.inputType(0)), one = TensorBase::create(Shape({C}), c.inputType(0));
       zero->set(0.0);
       one->set(1.0);
-      c.emit("BatchNormalization",
-             {c.input(0), c.input(1), c.input(2), c.constant(zero, "mean"), c.constant(one, "var")}, {c.output()},
-             {{"epsilon", 0.0}});
+      const bool relu = c.attrs().i("relu") != 0;
+      const std::string y = relu ? c.fresh("affine") : c.output();
+      c.emit("BatchNormalization", {x, c.input(k), c.input(k + 1), c.constant(zero, "mean"), c.constant(one, "var")},
+             {y}, {{"epsilon", 0.0}});
+      if(relu) c.emit("Relu", {y}, {c.output()});
     });
 
-Expr channel_affine(Expr x, Expr s, Expr t) { return x->graph()->make(kChannelAffine, {x, s, t}); }
+Expr channel_affine(Expr x, Expr s, Expr t, bool relu) {
+  return x->graph()->make(kChannelAffine, {x, s, t}, {{"relu", attr(int64_t(relu ? 1 : 0))}});
+}
+
+Expr channel_affine(const std::vector<Expr>& xs, Expr s, Expr t, bool relu) {
+  ONYX_CHECK(!xs.empty(), "channel_affine: needs at least one x part");
+  std::vector<Expr> in(xs);
+  in.push_back(s);
+  in.push_back(t);
+  return s->graph()->make(kChannelAffine, in, {{"relu", attr(int64_t(relu ? 1 : 0))}});
+}
 
 // ------------------------------------------------------ batch norm, training
 //

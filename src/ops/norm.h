@@ -14,8 +14,12 @@ namespace onyx {
 Expr batch_norm(Expr x, Expr scale, Expr bias, Expr mean, Expr var, double eps = 1e-5);
 
 // y[n, c, ...] = x[n, c, ...] * s[c] + t[c] for x [N, C, ...] (float32 or
-// float64) and s, t [C]: one pass over x.
-Expr channel_affine(Expr x, Expr s, Expr t);
+// float64) and s, t [C]: one pass over x; with relu, max(y, 0) as relu
+// computes it (the fuse_channel_affine pass's form of BatchNorm -> Relu).
+Expr channel_affine(Expr x, Expr s, Expr t, bool relu = false);
+// The same of x = concat(xs, axis 1), reading the parts in place (the
+// pass's form of Concat -> BatchNorm, DenseNet's pattern).
+Expr channel_affine(const std::vector<Expr>& xs, Expr s, Expr t, bool relu = false);
 
 // Training batch norm: the statistics are the batch's, over every axis but 1
 // (var is the population variance). mean and var have shape [C].

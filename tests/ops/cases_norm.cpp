@@ -86,6 +86,35 @@ ONYX_OP_CASE({"channel_affine", "nchw", {in({2, 3, 2, 2}, -2, 2), in({3}), in({3
 ONYX_OP_CASE({"channel_affine", "rank2", {in({4, 3}, -2, 2), in({3}), in({3})},
               [](Xs x) { return channel_affine(x[0], x[1], x[2]); }, refChannelAffine});
 
+// The fuse_channel_affine pass's forms: relu after the affine, and x given as
+// parts joined along axis 1 (a concatenation read in place).
+Ref refChannelAffineOfParts(Rs x, size_t parts, bool relu) {
+  std::vector<int64_t> shape = x[0].shape;
+  for(size_t i = 1; i < parts; ++i) shape[1] += x[i].shape[1];
+  Ref y = refOfShape(shape);
+  const int64_t inner = refStrides(shape)[1];
+  for(int64_t k = 0; k < y.size(); ++k) {
+    const int64_t n = k / (shape[1] * inner), c = channelOf(shape, k), p = k % inner;
+    int64_t ci = c;
+    size_t i = 0;
+    while(ci >= x[i].shape[1]) ci -= x[i++].shape[1];
+    const double z = x[i][(n * x[i].shape[1] + ci) * inner + p] * x[parts][c] + x[parts + 1][c];
+    y[k] = relu && z < 0 ? 0.0 : z;
+  }
+  return y;
+}
+
+ONYX_OP_CASE({"channel_affine", "relu", {in({2, 3, 2, 2}, -2, 2), in({3}), in({3})},
+              [](Xs x) { return channel_affine(x[0], x[1], x[2], true); },
+              [](Rs x) { return refChannelAffineOfParts(x, 1, true); }});
+ONYX_OP_CASE({"channel_affine", "parts", {in({2, 2, 3}, -2, 2), in({2, 3, 3}, -2, 2), in({2, 1, 3}, -2, 2),
+                                          in({6}), in({6})},
+              [](Xs x) { return channel_affine({x[0], x[1], x[2]}, x[3], x[4]); },
+              [](Rs x) { return refChannelAffineOfParts(x, 3, false); }});
+ONYX_OP_CASE({"channel_affine", "parts_relu", {in({2, 2, 2, 2}, -2, 2), in({2, 3, 2, 2}, -2, 2), in({5}), in({5})},
+              [](Xs x) { return channel_affine({x[0], x[1]}, x[2], x[3], true); },
+              [](Rs x) { return refChannelAffineOfParts(x, 2, true); }});
+
 Ref refBatchTrain(Rs x, double eps, int which) {
   auto mv = refMoments(x[0], {0, 2});
   if(which == 0) {

@@ -607,6 +607,71 @@ TEST(Passes, Int8LayoutKeepsInt8ChainsChannelsLast) {
   }
 }
 
+// ---- fuse_channel_affine
+
+// relu(channel_affine(concat(a, b), s, t)) becomes one channel_affine of the
+// parts with relu: the same values bit for bit (the same multiply-add and
+// relu per element), negative, zero and positive affine outputs included.
+Expr concatAffineRelu(ExpressionGraph& g) {
+  Expr a = boundInput(g, {2, 3, 4, 5}, [](float i) { return std::sin(0.37f * i) * 3.f; });
+  Expr b = g.constant({2, 5, 4, 5}, inits::uniform(-2.f, 2.f));
+  Expr s = randomConst(g, {8}, -1.5, 1.5), t = randomConst(g, {8}, -0.5, 0.5);
+  return relu(channel_affine(concat({a, b}, 1), s, t));
+}
+
+TEST(Passes, FuseChannelAffineReadsTheConcatInPlaceAndTakesTheRelu) {
+  std::map<std::string, int> after;
+  EXPECT_EQ(checkPass(concatAffineRelu, fuseChannelAffine, 0.0, &after), 1u);
+  EXPECT_EQ(after["concat"], 0);
+  EXPECT_EQ(after["relu"], 0);
+  EXPECT_EQ(after["channel_affine"], 1);
+  // Some outputs were clamped and some were not: the relu is in the fused op.
+  Built opt = make(concatAffineRelu);
+  fuseChannelAffine(*opt.g, {opt.y});
+  opt.g->forward();
+  int zeros = 0, positive = 0;
+  for(double v : values(opt.y)) {
+    zeros += v == 0;
+    positive += v > 0;
+  }
+  EXPECT_GT(zeros, 20);
+  EXPECT_GT(positive, 20);
+}
+
+TEST(Passes, FuseChannelAffineNotWhenTheConcatOrTheAffineIsReadElsewhere) {
+  // The concatenation is read by the add too: it stays; the relu still fuses.
+  std::map<std::string, int> after;
+  EXPECT_EQ(checkPass(
+                [](ExpressionGraph& g) {
+                  Expr c = concat({randomConst(g, {1, 2, 3, 3}), randomConst(g, {1, 3, 3, 3})}, 1);
+                  return relu(channel_affine(c, randomConst(g, {5}), randomConst(g, {5}))) + c;
+                },
+                fuseChannelAffine, 0.0, &after),
+            1u);
+  EXPECT_EQ(after["concat"], 1);
+  EXPECT_EQ(after["relu"], 0);
+  // The affine is read by the add too: the relu stays; the concatenation is read in place.
+  EXPECT_EQ(checkPass(
+                [](ExpressionGraph& g) {
+                  Expr c = concat({randomConst(g, {1, 2, 3, 3}), randomConst(g, {1, 3, 3, 3})}, 1);
+                  Expr a = channel_affine(c, randomConst(g, {5}), randomConst(g, {5}));
+                  return relu(a) + a;
+                },
+                fuseChannelAffine, 0.0, &after),
+            1u);
+  EXPECT_EQ(after["concat"], 0);
+  EXPECT_EQ(after["relu"], 1);
+  // A concatenation along another axis is no channel concatenation.
+  EXPECT_EQ(checkPass(
+                [](ExpressionGraph& g) {
+                  Expr c = concat({randomConst(g, {1, 4, 2, 3}), randomConst(g, {1, 4, 1, 3})}, 2);
+                  return channel_affine(c, randomConst(g, {4}), randomConst(g, {4}));
+                },
+                fuseChannelAffine, 0.0, &after),
+            0u);
+  EXPECT_EQ(after["concat"], 1);
+}
+
 // ---- blocked_layout
 
 // conv+relu -> depthwise conv+relu -> 1x1 conv + residual -> 1x1 conv (out).
@@ -805,15 +870,22 @@ TEST(Passes, BlockedLayoutKeepsDenseBlocksBlocked) {
   Built ref = make(denseChain), opt = make(denseChain);
   optimizeGraph(*ref.g, {ref.y}, OptLevel::none);
   PassCounts fired = optimizeGraph(*opt.g, {opt.y}, OptLevel::all);
-  // h0, c1, c2, t, the pool, 2 concatenations and 3 batch norms with their relus
-  EXPECT_EQ(firedCount(fired, "blocked_layout"), 13u);
-  std::map<std::string, int> withBlock;
+  // fuse_channel_affine: each batch norm takes its relu and its concatenation
+  EXPECT_EQ(firedCount(fired, "fuse_channel_affine"), 3u);
+  // h0, c1, c2, t, the pool and the 3 fused batch norms
+  EXPECT_EQ(firedCount(fired, "blocked_layout"), 8u);
+  std::map<std::string, int> withBlock, ops = opCounts(*opt.g);
   for(const Expr& e : opt.g->nodes())
-    if(e->kind() == NodeKind::Op && e->op()->name != "fused_conv" && e->op()->name != "relu")
+    if(e->kind() == NodeKind::Op && e->op()->name != "fused_conv")
       withBlock[e->op()->name] += e->attrs().i("block") == b;
   EXPECT_EQ(withBlock["channel_affine"], 3);
-  EXPECT_EQ(withBlock["concat"], 2);
   EXPECT_EQ(withBlock["average_pool"], 1);
+  EXPECT_EQ(ops["concat"], 0);
+  EXPECT_EQ(ops["relu"], 0);
+  // The same graph without the fusion keeps the concatenations and relus blocked.
+  Built unfused = make(denseChain);
+  fired = optimizeGraph(*unfused.g, {unfused.y}, OptLevel::all, true, {"fuse_channel_affine"});
+  EXPECT_EQ(firedCount(fired, "blocked_layout"), 13u);  // + 2 concatenations and 3 relus
   ref.g->forward();
   opt.g->forward();
   std::vector<double> want = values(ref.y), got = values(opt.y);
@@ -954,7 +1026,7 @@ TEST(Passes, DisabledPassesDoNotRunAndUnknownOnesAreNamed) {
     EXPECT_NE(std::string(e.what()).find("no graph pass 'fuse_everything' (passes: fuse_qdq, fold_constants"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(passNames().size(), 14u);
+  EXPECT_EQ(passNames().size(), 15u);
 }
 
 TEST(Passes, PruneDropsWhatNoOutputNeeds) {

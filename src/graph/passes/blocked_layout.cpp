@@ -31,22 +31,30 @@ int residualIndex(const Node* n) {
 // per-channel affine (batch norm), a concatenation along the channels (each
 // input a multiple of b), all under their `block`; relu, which does not see
 // the layout at all.
+size_t imageInputs(const Node* n);
 bool joinLike(const Node* n, int b) {
   if(n->kind() != NodeKind::Op || n->value_type() != Type::float32 || n->shape().rank() != 4 ||
      n->shape()[1] % b != 0)
     return false;
-  if(isOp(n, "max_pool") || isOp(n, "average_pool") || isOp(n, "relu") || isOp(n, "channel_affine"))
-    return n->child(0)->shape().rank() == 4;
-  if(!isOp(n, "concat")) return false;
-  const int64_t axis = n->attrs().i("axis");
-  if(axis != 1 && axis != -3) return false;
-  for(size_t i = 0; i < n->numChildren(); ++i)
+  if(isOp(n, "max_pool") || isOp(n, "average_pool") || isOp(n, "relu")) return n->child(0)->shape().rank() == 4;
+  if(isOp(n, "concat")) {
+    const int64_t axis = n->attrs().i("axis");
+    if(axis != 1 && axis != -3) return false;
+  } else if(!isOp(n, "channel_affine")) {
+    return false;
+  }
+  // A concatenation's inputs, a channel_affine's x parts: each a multiple of b.
+  for(size_t i = 0; i < imageInputs(n); ++i)
     if(n->child(i)->shape().rank() != 4 || n->child(i)->shape()[1] % b != 0) return false;
   return true;
 }
 
-// The inputs of such an op that hold images (a channel_affine's s and t do not).
-size_t imageInputs(const Node* n) { return isOp(n, "concat") ? n->numChildren() : 1; }
+// The inputs of such an op that hold images (a channel_affine's s and t, its
+// last two, do not).
+size_t imageInputs(const Node* n) {
+  if(isOp(n, "concat")) return n->numChildren();
+  return isOp(n, "channel_affine") ? n->numChildren() - 2 : 1;
+}
 
 // A depthwise convolution (one input channel per group).
 bool depthwise(const Node* n) {

@@ -36,7 +36,7 @@ void checkPassNames(const std::vector<std::string>& names) {
 const std::vector<std::string>& passNames() {
   static const std::vector<std::string> names = {"fuse_qdq", "fold_constants", "eliminate_noops", "fold_batch_norm",
                                                  "fuse_gelu",      "fuse_transpose_matmul", "fuse_matmul_add", "fuse_conv",
-                                                 "fuse_squeeze_excite", "blocked_layout", "fuse_qlinear_add", "fuse_matmul_integer_float",
+                                                 "fuse_squeeze_excite", "fuse_channel_affine", "blocked_layout", "fuse_qlinear_add", "fuse_matmul_integer_float",
                                                  "int8_layout",    "prune"};
   return names;
 }
@@ -73,6 +73,7 @@ PassCounts optimizeGraph(ExpressionGraph& g, const std::vector<Expr>& keep, OptL
     if(cpuKernels && g.getDeviceId().type == DeviceType::cpu) {
       run("fuse_conv", fuseConvEpilogues);
       run("fuse_squeeze_excite", fuseSqueezeExcite);
+      run("fuse_channel_affine", fuseChannelAffine);
       run("blocked_layout", blockConvChains);
       run("fuse_qlinear_add", fuseQLinearAdd);
       run("fuse_matmul_integer_float", fuseMatmulIntegerFloat);

@@ -165,6 +165,16 @@ size_t fuseConvEpilogues(ExpressionGraph& g, const std::vector<Expr>& keep);
 // convolutions, CPU only, before blocked_layout.
 size_t fuseSqueezeExcite(ExpressionGraph& g, const std::vector<Expr>& keep);
 
+// fuse_channel_affine: concat along the channels -> channel_affine (an
+// inference batch norm) reads the concatenation's inputs in place (one
+// channel_affine of parts), and channel_affine -> relu becomes one
+// channel_affine with relu: DenseNet's concat -> BatchNorm -> Relu as one
+// pass over the features instead of three. Legal when the concat (the
+// affine) has no other reader than the affine (the relu) and is not kept;
+// exact (the same multiply-add and relu per element). CPU only (the op has
+// no GPU kernel), before blocked_layout, which keeps the fused op blocked.
+size_t fuseChannelAffine(ExpressionGraph& g, const std::vector<Expr>& keep);
+
 // blocked_layout: a float32 2-D convolution's output that only
 // convolutions read (as their image or residual) and that is not kept stays
 // in oneDNN's channel-blocked layout (nChw8c with AVX2, nChw16c with
