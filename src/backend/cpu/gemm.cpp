@@ -3,9 +3,13 @@
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <omp.h>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/backend/cpu/element.h>
@@ -280,6 +284,21 @@ ONYX_GEMM_INSTANTIATE(uint32_t)
 ONYX_GEMM_INSTANTIATE(uint64_t)
 
 #undef ONYX_GEMM_INSTANTIATE
+
+SgemmWarmUp::SgemmWarmUp() {
+  static std::atomic<bool> started{false};
+  if(!dnnlEnabled() || started.exchange(true)) return;
+  t_ = std::thread([] {
+    omp_set_num_threads(1);  // this thread's own regions: no second pool of workers
+    // 64^3 takes the kernel-generating path (a 1x1x1 product did not).
+    std::vector<float> a(64 * 64, 0.f), c(64 * 64);
+    dnnl_sgemm('N', 'N', 64, 64, 64, 1.f, a.data(), 64, a.data(), 64, 0.f, c.data(), 64);
+  });
+}
+
+SgemmWarmUp::~SgemmWarmUp() {
+  if(t_.joinable()) t_.join();
+}
 
 }  // namespace host
 }  // namespace onyx

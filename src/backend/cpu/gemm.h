@@ -11,6 +11,7 @@
 // inside a parallel region; else, and for the other types, it is ignored.
 #pragma once
 #include <cstdint>
+#include <thread>
 
 namespace onyx {
 namespace host {
@@ -29,6 +30,25 @@ void gemmBatched(bool transA, bool transB, int64_t batch, int64_t M, int64_t N, 
                  const T* A, int64_t lda, const int64_t* aOffsets, const T* B, int64_t ldb,
                  const int64_t* bOffsets, double beta, T* C, int64_t ldc, const int64_t* cOffsets,
                  bool bf16 = false);
+
+// While it lives, oneDNN's sgemm kernels are generated on a thread of its
+// own (one OpenMP thread, so no second pool): 20-30 ms that the first
+// float32 GEMM of a process would otherwise wait for (a Zen 3 EPYC, AVX2),
+// overlapped with what the caller does meanwhile (Model::load reads and
+// parses the file). Once per process, only while oneDNN is on; a GEMM
+// that comes first simply waits (oneDNN generates once). The destructor
+// joins the thread: none outlives its scope (a process exiting, or forking,
+// under a running generation crashed or could hang).
+class SgemmWarmUp {
+public:
+  SgemmWarmUp();
+  ~SgemmWarmUp();
+  SgemmWarmUp(const SgemmWarmUp&) = delete;
+  SgemmWarmUp& operator=(const SgemmWarmUp&) = delete;
+
+private:
+  std::thread t_;
+};
 
 }  // namespace host
 }  // namespace onyx
