@@ -258,8 +258,11 @@ Expr alignQuantParam(OnnxImportCtx& c, Expr p, const Shape& xs, int64_t axisAttr
     return reshapeParam(p, Shape(d), xs.rank());
   }
   c.check(ps.rank() == xs.rank(), what, " of shape ", ps, " must have x's rank (", xs.rank(), ") for blocked quantization");
+  // A block past x's dim covers the whole axis, as a block of that dim does
+  // (the same one entry; no expansion to a block_size of 2^63 - 1 below).
+  block = std::min(block, std::max<int64_t>(xs[axis], 1));
   for(int i = 0; i < xs.rank(); ++i) {
-    int64_t want = i == axis ? (xs[i] + block - 1) / block : xs[i];
+    int64_t want = i == axis ? xs[i] / block + (xs[i] % block != 0) : xs[i];
     c.check(ps[i] == want, what, " of shape ", ps, " does not fit x of shape ", xs, " with block_size ", block,
             " along axis ", axis);
   }

@@ -108,6 +108,30 @@ def test_storage_type_quantize_dequantize_matches_the_reference(tmp_path, tname,
     np.testing.assert_array_equal(got, want)
 
 
+def test_block_size_past_the_dim_is_one_block(tmp_path):
+    """A block_size beyond x's dim along the axis (2^63 - 1 included, which
+    overflowed the block count: found by the fuzzer) is one block over the
+    whole axis: the output equals ONNX's reference with block_size = the dim."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (2, 6)).astype(np.int8)
+    scale = rng.uniform(0.25, 1.0, (2, 1)).astype(np.float32)
+    zp = rng.integers(-3, 4, (2, 1)).astype(np.int8)
+
+    def model(block):
+        node = helper.make_node("DequantizeLinear", ["x", "scale", "zp"], ["y"], axis=1, block_size=block)
+        g = helper.make_graph([node], "dq", [helper.make_tensor_value_info("x", TensorProto.INT8, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)],
+                              [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(zp, "zp")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+        m.ir_version = 10
+        return m
+
+    want = ReferenceEvaluator(model(6)).run(None, {"x": x})[0]
+    for block in (6, 7, 2**63 - 1):
+        got = run_onyx(save(model(block), tmp_path / f"dq{block}.onnx"), {"x": x}, tmp_path / f"run{block}")["y"]
+        np.testing.assert_array_equal(got, want)
+
+
 # ---------------------------------------------------------------- QLinearConv
 
 
