@@ -199,7 +199,7 @@ ONYX_ONNX_IMPORT(kScan8, "Scan", 8).untilOpset(8).importer([](OnnxImportCtx& c) 
   c.check(!c.hasInput(0), "sequence_lens is not supported");
   int64_t m = c.attrInt("num_scan_inputs");
   std::vector<int64_t> dirs = c.attrInts("directions");
-  c.check(m >= 1 && m + 1 <= static_cast<int64_t>(c.numInputs()), "num_scan_inputs ", m, " must be in 1..",
+  c.check(m >= 1 && m < static_cast<int64_t>(c.numInputs()), "num_scan_inputs ", m, " must be in 1..",
           c.numInputs() - 1, " (the node's inputs after sequence_lens)");
   size_t n = c.numInputs() - 1 - static_cast<size_t>(m);
   c.check(c.numOutputs() >= n, "Scan has ", c.numOutputs(), " outputs, fewer than its ", n, " states");
