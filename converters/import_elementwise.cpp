@@ -52,7 +52,7 @@ Expr legacyOperandB(OnnxImportCtx& c) {
   c.check(rb <= ra, "b of shape ", sb, " has more dims than a of shape ", sa);
   int64_t axis = c.attrInt("axis", ra - rb);
   if(axis < 0) axis += ra;
-  c.check(axis >= 0 && axis + rb <= ra, "axis ", c.attrInt("axis", 0), " does not place b of shape ", sb,
+  c.check(axis >= 0 && axis <= ra - rb, "axis ", c.attrInt("axis", 0), " does not place b of shape ", sb,
           " inside a of shape ", sa);
   for(int k = 0; k < rb; ++k)
     c.check(sb[k] == 1 || sb[k] == sa[static_cast<int>(axis) + k], "b of shape ", sb, " does not broadcast to a of shape ",

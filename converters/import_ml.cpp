@@ -445,8 +445,10 @@ ONYX_ONNX_IMPORT(kOnnxLinearRegressor, "LinearRegressor", 1).inDomain(kMl).impor
   int64_t T = c.attrInt("targets", 1);
   ml::Post post = mlPost(c);
   c.check(T >= 1, "targets must be positive, got ", T);
-  c.check(static_cast<int64_t>(coef.size()) == T * x.f, "coefficients has ", coef.size(), " values; ", T,
-          " targets of ", x.f, " features need ", T * x.f);
+  // (targets is an attribute: 2^62 of them overflowed the plain product)
+  const int64_t needCoef = mulChecked(T, x.f, "targets x features");
+  c.check(static_cast<int64_t>(coef.size()) == needCoef, "coefficients has ", coef.size(), " values; ", T,
+          " targets of ", x.f, " features need ", needCoef);
   c.check(icpt.empty() || static_cast<int64_t>(icpt.size()) == T, "intercepts has ", icpt.size(),
           " values for ", T, " targets");
   std::vector<double> y(static_cast<size_t>(x.n * T));
@@ -1093,8 +1095,9 @@ ONYX_ONNX_IMPORT(kOnnxSVMRegressor, "SVMRegressor", 1).inDomain(kMl).importer([]
   ml::Post post = mlPost(c);
   c.check(rho.size() == 1, "rho has ", rho.size(), " values; a regressor has one");
   if(nSv > 0) {
-    c.check(static_cast<int64_t>(sv.size()) == nSv * x.f, "support_vectors has ", sv.size(), " values; ", nSv,
-            " vectors of ", x.f, " features need ", nSv * x.f);
+    const int64_t needSv = mulChecked(nSv, x.f, "n_supports x features");  // n_supports is an attribute
+    c.check(static_cast<int64_t>(sv.size()) == needSv, "support_vectors has ", sv.size(), " values; ", nSv,
+            " vectors of ", x.f, " features need ", needSv);
     c.check(static_cast<int64_t>(coef.size()) == nSv, "coefficients has ", coef.size(), " values for ", nSv,
             " support vectors");
   } else {
@@ -1142,7 +1145,7 @@ ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer(
   for(auto n : perClass) {
     c.check(n >= 0, "vectors_per_class has a negative count");
     start.push_back(V);
-    V += n;
+    V = addChecked(V, n, "vectors_per_class's sum");
   }
   const bool svc = V > 0;
   const int64_t pairs = C * (C - 1) / 2;
@@ -1152,10 +1155,13 @@ ONYX_ONNX_IMPORT(kOnnxSVMClassifier, "SVMClassifier", 1).inDomain(kMl).importer(
   if(svc) {
     c.check(static_cast<int64_t>(perClass.size()) == C, "vectors_per_class has ", perClass.size(), " entries for ", C,
             " classes");
-    c.check(static_cast<int64_t>(sv.size()) == V * x.f, "support_vectors has ", sv.size(), " values; ", V,
-            " vectors of ", x.f, " features need ", V * x.f);
-    c.check(static_cast<int64_t>(coef.size()) >= (C - 1) * V, "coefficients has ", coef.size(), " values; ", C - 1,
-            " rows of ", V, " support vectors need ", (C - 1) * V);
+    // (vectors_per_class holds attribute counts: their sum may be near 2^63)
+    const int64_t needSv = mulChecked(V, x.f, "support vectors x features");
+    const int64_t needCoef = mulChecked(C - 1, V, "(classes - 1) x support vectors");
+    c.check(static_cast<int64_t>(sv.size()) == needSv, "support_vectors has ", sv.size(), " values; ", V,
+            " vectors of ", x.f, " features need ", needSv);
+    c.check(static_cast<int64_t>(coef.size()) >= needCoef, "coefficients has ", coef.size(), " values; ", C - 1,
+            " rows of ", V, " support vectors need ", needCoef);
     c.check(static_cast<int64_t>(rho.size()) >= pairs, "rho has ", rho.size(), " values for ", pairs, " class pairs");
     c.check(!proba || static_cast<int64_t>(pa.size()) >= pairs, "prob_a has ", pa.size(), " values for ", pairs,
             " class pairs");
