@@ -451,7 +451,12 @@ ONYX_ONNX_IMPORT(kOnnxLinearRegressor, "LinearRegressor", 1).inDomain(kMl).impor
           " targets of ", x.f, " features need ", needCoef);
   c.check(icpt.empty() || static_cast<int64_t>(icpt.size()) == T, "intercepts has ", icpt.size(),
           " values for ", T, " targets");
-  std::vector<double> y(static_cast<size_t>(x.n * T));
+  // With no features any targets fit the (empty) coefficients: the output's
+  // size is checked before it is allocated.
+  const int64_t outN = mulChecked(x.n, T, "rows x targets");
+  checkHostAllocation(static_cast<size_t>(mulChecked(outN, int64_t(sizeof(double)), "the output's bytes")),
+                      "LinearRegressor's output");
+  std::vector<double> y(static_cast<size_t>(outN));
   for(int64_t r = 0; r < x.n; ++r) {
     double* o = y.data() + r * T;
     for(int64_t t = 0; t < T; ++t) {
