@@ -13,6 +13,7 @@
 
 #include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/backend/cpu/element.h>
+#include <onyx/backend/cpu/functional.h>
 
 namespace onyx {
 namespace host {
@@ -40,6 +41,12 @@ void loopGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
   using Acc = std::conditional_t<std::is_floating_point<typename ComputeOf<T>::type>::value,
                                  typename ComputeOf<T>::type, AccOf<T>>;
   using Scale = std::conditional_t<std::is_floating_point<Acc>::value, Acc, double>;
+  // acc + a * b; integer sums wrap (two's complement, as numpy's), where the
+  // signed overflow was undefined (found by the fuzzer: int64 MatMul).
+  auto mac = [](Acc s, Acc a, Acc b) {
+    if constexpr(std::is_floating_point<Acc>::value) return s + a * b;
+    else return functional::wrapAdd(s, functional::wrapMul(a, b));
+  };
   parallelFor(M, M * N * (K + 1), [&](int64_t b, int64_t e) {
     std::vector<Acc> acc(static_cast<size_t>(N));
     for(int64_t i = b; i < e; ++i) {
@@ -48,9 +55,9 @@ void loopGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, double 
         Acc a = static_cast<Acc>(load(A, transA ? k * lda + i : i * lda + k));
         if(!transB) {
           const T* row = B + k * ldb;
-          for(int64_t j = 0; j < N; ++j) acc[j] += a * static_cast<Acc>(load(row, j));
+          for(int64_t j = 0; j < N; ++j) acc[j] = mac(acc[j], a, static_cast<Acc>(load(row, j)));
         } else {
-          for(int64_t j = 0; j < N; ++j) acc[j] += a * static_cast<Acc>(load(B, j * ldb + k));
+          for(int64_t j = 0; j < N; ++j) acc[j] = mac(acc[j], a, static_cast<Acc>(load(B, j * ldb + k)));
         }
       }
       T* c = C + i * ldc;
