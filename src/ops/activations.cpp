@@ -540,9 +540,24 @@ struct ShrinkOf {
   template <class O, class V>
   ONYX_HD V operator()(O, V v) const {
     double d = static_cast<double>(v);
-    if(d < -lambd) return static_cast<V>(d + bias);
-    if(d > lambd) return static_cast<V>(d - bias);
+    if(d < -lambd) return toV<V>(d + bias);
+    if(d > lambd) return toV<V>(d - bias);
     return V(0);
+  }
+  // Integers: a NaN result (a NaN bias) is 0 and one past the type's range
+  // saturates, where the plain cast was undefined (found by the fuzzer).
+  template <class V>
+  static ONYX_HD V toV(double r) {
+    if constexpr(std::is_integral<V>::value && !std::is_same<V, bool>::value) {
+      using U = std::make_unsigned_t<V>;
+      constexpr bool sgn = V(-1) < V(0);
+      constexpr V hi = sgn ? V(U(~U(0)) >> 1) : V(~U(0));
+      constexpr V lo = sgn ? V(-hi - 1) : V(0);
+      if(!(r == r)) return V(0);
+      if(r <= static_cast<double>(lo)) return lo;
+      if(r >= static_cast<double>(hi)) return hi;
+    }
+    return static_cast<V>(r);
   }
 };
 }  // namespace
