@@ -157,13 +157,17 @@ std::vector<Expr> ExpressionGraph::nodes() const {
 }
 
 void ExpressionGraph::truncate(size_t mark) {
+  dropFrom(mark);
+  cseRebuild();
+}
+
+void ExpressionGraph::dropFrom(size_t mark) {
   for(size_t i = mark; i < count_; ++i) {
     Node* n = blocks_[i / kBlockNodes] + i % kBlockNodes;
     n->~Node();
     new(n) Node();  // releases values, names, initializers; gen 0
   }
   count_ = mark;
-  cseRebuild();
 }
 
 void ExpressionGraph::cseRebuild() {
@@ -486,7 +490,7 @@ void ExpressionGraph::inferNode(Node* node) {
   try {
     op.inferFn(ctx);
   } catch(...) {
-    truncate(count_ - 1);  // the half-built node must not stay in the graph
+    dropFrom(count_ - 1);  // the half-built node must not stay in the graph (not in the CSE table yet)
     --nextId_;
     throw;
   }
@@ -500,8 +504,10 @@ Expr ExpressionGraph::finish(Node* node) {
   node->computeHash();
   if(!node->op_->isStochastic) {
     if(Node* same = cseFind(node)) {
-      // Common subexpression: reuse the existing node.
-      truncate(count_ - 1);
+      // Common subexpression: reuse the existing node. The new one was never
+      // in the CSE table, so no rebuild: one per hit made an unrolled Loop
+      // of repeated expressions quadratic (a fuzzer input ran minutes).
+      dropFrom(count_ - 1);
       --nextId_;
       return Expr(same);
     }

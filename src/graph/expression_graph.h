@@ -187,7 +187,8 @@ private:
   void inferNode(Node* n);
   void ensureValue(Node* n);
   void releaseValue(Node* n);
-  void truncate(size_t mark);
+  void truncate(size_t mark);  // dropFrom, then the CSE table rebuilt
+  void dropFrom(size_t mark);  // nodes from mark on released; none may be in the CSE table
   void drop(Node* n);  // retire/prune: the node leaves the graph (its slot stays)
   void buildAdjoints(const std::vector<Node*>& order, Node* root);
   void printDebug(Node* n, bool grad) const;

@@ -80,6 +80,35 @@ TEST(Graph, CommonSubexpressionsAreShared) {
   EXPECT_NE(sum(x, {0}, true), sum(x, {0}, false));  // attributes differ
 }
 
+// A chain where every step's expression is built twice (what an unrolled
+// Loop body with a repeated expression does): each second build is a CSE hit
+// that returns the first node and leaves the graph's size as it was, and the
+// table still finds every earlier node after the hits. A hit used to rebuild
+// the whole table (quadratic: a 1e5-iteration Loop took minutes to build).
+TEST(Graph, CommonSubexpressionHitsKeepTheTable) {
+  auto g = newGraph();
+  auto x = g->constant({2}, inits::ones());
+  std::vector<Expr> steps;
+  Expr h = x;
+  const int n = 50000;
+  size_t perStep = 0;
+  for(int i = 0; i < n; ++i) {
+    Expr a = h * x;
+    size_t size = g->size();
+    Expr b = h * x;  // hit
+    ASSERT_EQ(a, b) << "step " << i;
+    ASSERT_EQ(g->size(), size) << "step " << i;
+    h = relu(a);
+    steps.push_back(h);
+    if(i == 0) perStep = g->size() - 1;
+  }
+  for(int i = 1; i < n; i += 997) EXPECT_EQ(relu(steps[size_t(i - 1)] * x), steps[size_t(i)]) << "step " << i;
+  EXPECT_EQ(g->size(), 1 + size_t(n) * perStep);  // no hit left a node behind
+  g->forward();
+  // h_{k+1} = relu(h_k * 1) with h_0 = 1: every step is 1.
+  EXPECT_EQ(h->val()->toVector<float>(), (std::vector<float>{1.f, 1.f}));
+}
+
 TEST(Graph, GradientsAccumulateOverUses) {
   auto g = newGraph();
   auto x = g->param("x", {3}, inits::fromVector(std::vector<float>{1, 2, 3}));
