@@ -315,6 +315,74 @@ TEST(FastPaths, MaxPoolPropagatesNaN) {
   EXPECT_TRUE(std::isnan(y[1]));
 }
 
+// max_pool_indices and max_pool_grad on float32 (the row-wise first-maximum
+// kernel: window rows reduced per column first, then along the row) against
+// float64 (the per-output loops over the taps in row-major order) on values
+// full of ties, NaNs and -inf, where the first maximum's position matters:
+// strides, pads, dilations along either axis, ceil mode, both storage orders.
+TEST(FastPaths, FirstMaximumRowsMatchThePerOutputLoops) {
+  std::mt19937 rng(11);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const double pick[] = {-1, 0, 0, 1, 1, nan, -inf};
+  int checked = 0;
+  for(int64_t width : {7, 12})
+  for(int64_t k : {2, 3})
+    for(int64_t s : {1, 2})
+      for(int64_t p : {0, 1})
+        for(int64_t d : {1, 2})
+          for(int dAxis : {0, 1})
+            for(bool ceil : {false, true}) {
+              if(p >= (k - 1) * d + 1) continue;
+              PoolOptions o;
+              o.strides = {s, s};
+              o.pads = {p, 0, p, p};
+              o.dilations = {1, 1};
+              o.dilations[size_t(dAxis)] = d;
+              o.ceilMode = ceil;
+              const std::vector<int64_t> kernel{k, 3};
+              Tensor x = TensorBase::create(Shape({2, 3, 8, width}), Type::float64);
+              std::uniform_int_distribution<int> u(0, 6);
+              for(int64_t i = 0; i < x->size(); ++i) x->data<double>()[i] = pick[u(rng)];
+              for(int storage : {0, 1}) {
+                auto idx = [&](Expr e) { return max_pool_indices(e, kernel, o, storage); };
+                std::vector<double> want = runOn(x, Type::float64, idx), got = runOn(x, Type::float32, idx);
+                ASSERT_EQ(got.size(), want.size());
+                for(size_t i = 0; i < got.size(); ++i)
+                  ASSERT_EQ(got[i], want[i]) << "output " << i << " width " << width << " k " << k << " s " << s
+                                             << " p " << p << " d " << d << " on axis " << dAxis << " ceil " << ceil
+                                             << " storage " << storage;
+              }
+              // The gradient: dy added at each window's first maximum (small
+              // integers: the sums are exact in float32).
+              Shape ys;
+              {
+                auto g = New<ExpressionGraph>();
+                ys = max_pool(g->constant(x), kernel, o)->shape();
+              }
+              Tensor dy = TensorBase::create(ys, Type::float64);
+              for(int64_t i = 0; i < dy->size(); ++i) dy->data<double>()[i] = double(1 + i % 7);
+              std::vector<double> grads[2];
+              for(int t = 0; t < 2; ++t) {
+                Type type = t ? Type::float32 : Type::float64;
+                auto g = New<ExpressionGraph>();
+                g->setInference(true);
+                Tensor xt = TensorBase::create(x->shape(), type), dt = TensorBase::create(ys, type);
+                xt->set(x->toVector<double>());
+                dt->set(dy->toVector<double>());
+                Expr dx = max_pool_grad(g->constant(dt), g->constant(xt), kernel, o);
+                dx->keepValue();
+                g->forward();
+                grads[t] = dx->val()->toVector<double>();
+              }
+              ASSERT_EQ(grads[1].size(), grads[0].size());
+              for(size_t i = 0; i < grads[0].size(); ++i)
+                ASSERT_EQ(grads[1][i], grads[0][i]) << "dx " << i << " width " << width << " k " << k << " s " << s
+                                                    << " p " << p << " d " << d << " on axis " << dAxis;
+              ++checked;
+            }
+  EXPECT_GT(checked, 100);
+}
+
 // max_pool on channel-blocked tensors (what the blocked_layout pass sets
 // between convolutions; its AVX2 kernel reduces each output row's window
 // rows first, then the columns) against the plain float32 kernel on the same
