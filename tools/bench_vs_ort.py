@@ -211,6 +211,10 @@ def bench_config(args, bench, model_path, specs, threads, onyx_env):
         "ort_base": float(np.median([r["base_rss_mb"] for r in ort_runs])),
     }
     row["ratio"] = row["onyx_median"] / row["ort_median"]
+    # Each round's ratio (its two processes ran back to back): the spread
+    # shows how much of a difference the machine's own drift could make.
+    rr = [float(np.median(a["samples_ms"]) / np.median(b["samples_ms"])) for a, b in zip(onyx_runs, ort_runs)]
+    row["round_ratio_min"], row["round_ratio_max"] = min(rr), max(rr)
     if none_runs:
         on = [x for r in none_runs for x in r["samples_ms"]]
         row["none_median"] = float(np.median(on))
@@ -322,7 +326,8 @@ def main(argv=None):
                 print(f"[{took:6.0f} s] {name} batch {batch} threads {threads}: FAILED: {row['error']}", file=sys.stderr)
             else:
                 print(f"[{took:6.0f} s] {name} batch {batch} threads {threads}: onyx {row['onyx_median']:.3f} ms, "
-                      f"ort {row['ort_median']:.3f} ms, ratio {row['ratio']:.2f}", file=sys.stderr)
+                      f"ort {row['ort_median']:.3f} ms, ratio {row['ratio']:.2f} "
+                      f"(rounds {row['round_ratio_min']:.2f}-{row['round_ratio_max']:.2f})", file=sys.stderr)
     if real:
         peaks.append(fma_peak(args.bin, sorted(set(args.threads))))
     load_after = os.getloadavg()
@@ -369,7 +374,9 @@ def main(argv=None):
     L.append(f"- Per configuration: {args.rounds} alternating rounds (an Onyx process and an onnxruntime process, "
              f"the order swapped every round), each process a first run, {args.warmup} warm-up runs"
              f"{f' (fewer once they and the first run pass {args.time_limit:g} s)' if args.time_limit > 0 else ''}, {limit}, "
-             f"on the same inputs; median and p90 over the timed runs of all rounds (their count is in the table).")
+             f"on the same inputs; median and p90 over the timed runs of all rounds (their count is in the table). "
+             f"Round ratios: the lowest and highest of the rounds' own ratios (each round's Onyx median over its "
+             f"onnxruntime median): how far the machine's drift between rounds moves a ratio.")
     if real:
         import bench_models
         import torch
@@ -396,16 +403,18 @@ def main(argv=None):
              (("; the 'level none' columns are Onyx with no optimizer pass (`--opt-level none`), run in the same "
                "rounds.\n") if args.opt_none else ".\n"))
     extra = " level none ms | level none ratio |" if args.opt_none else ""
-    L.append("| model | batch | threads | Onyx median ms | Onyx p90 ms | ORT median ms | ORT p90 ms | ratio | runs |" + extra)
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.opt_none else ""))
+    L.append("| model | batch | threads | Onyx median ms | Onyx p90 ms | ORT median ms | ORT p90 ms | ratio | "
+             "round ratios | runs |" + extra)
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.opt_none else ""))
     for r in rows:
         if "error" in r:
             L.append(f"| {r['model']} | {r['batch']} | {r['threads']} | failed: {r['error'].replace('|', '/')} "
-                     "| | | | | |" + (" | |" if args.opt_none else ""))
+                     "| | | | | | |" + (" | |" if args.opt_none else ""))
         else:
             cols = f" {r['none_median']:.3f} | {r['none_ratio']:.2f} |" if args.opt_none else ""
             L.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {r['onyx_median']:.3f} | {r['onyx_p90']:.3f} | "
-                     f"{r['ort_median']:.3f} | {r['ort_p90']:.3f} | {r['ratio']:.2f} | {r['onyx_n']} / {r['ort_n']} |"
+                     f"{r['ort_median']:.3f} | {r['ort_p90']:.3f} | {r['ratio']:.2f} | "
+                     f"{r['round_ratio_min']:.2f}-{r['round_ratio_max']:.2f} | {r['onyx_n']} / {r['ort_n']} |"
                      + cols)
     if real:
         L.append("\n### Throughput against the machine's peak\n")
