@@ -547,6 +547,24 @@ Node* ExpressionGraph::cseFind(Node* n) {
   }
 }
 
+void ExpressionGraph::cseErase(Node* n) {
+  if(cse_.empty()) return;
+  const size_t mask = cse_.size() - 1;
+  size_t i = n->hash_ & mask;
+  while(cse_[i] && cse_[i] != n) i = (i + 1) & mask;
+  if(!cse_[i]) return;
+  cse_[i] = nullptr;
+  --cseCount_;
+  // The rest of its probe run goes in again, so that no later entry is cut
+  // off from its home slot by the hole.
+  for(size_t j = (i + 1) & mask; cse_[j]; j = (j + 1) & mask) {
+    Node* m = cse_[j];
+    cse_[j] = nullptr;
+    --cseCount_;
+    cseInsert(m);
+  }
+}
+
 void ExpressionGraph::cseInsert(Node* n) {
   if((cseCount_ + 1) * 2 > cse_.size()) {
     std::vector<Node*> old;
@@ -716,8 +734,39 @@ void GradCtx::add(size_t i, Expr g) {
   }
   if(g->value_type() != c->value_type())
     g = graph.make(Registry::instance().get("cast"), {g}, {{"to", int64_t(c->value_type())}});
-  if(c->adj_) g = graph.make(Registry::instance().get("add"), {Expr(c->adj_), g});
+  if(c->adj_) {
+    if(Node* merged = graph.mergeScatterAdjoints(c->adj_, g.get())) {
+      c->adj_ = merged;
+      return;
+    }
+    g = graph.make(Registry::instance().get("add"), {Expr(c->adj_), g});
+  }
   c->adj_ = g.get();
+}
+
+// Two gradients of one tensor that are both scatter_adds into zeros of its
+// shape (the gradients of gathers from it: a fused QKV projection split by
+// three Gathers, an embedding read twice) become one scatter_add of all
+// their pairs: one zero fill and one pass instead of one zero-filled tensor
+// per gather and the adds between them. Only for nodes this backward made
+// and nothing reads yet (an adjoint is read only once its node's own rule
+// runs, after every contribution). On the CPU only: the GPU kernel of a
+// scatter_add of several pairs is compiled but has not run on a GPU yet.
+Node* ExpressionGraph::mergeScatterAdjoints(Node* adj, Node* g) {
+  static const OpDef& scatter = Registry::instance().get("scatter_add");
+  if(device_.type != DeviceType::cpu || adj == g || adj->op_ != &scatter || g->op_ != &scatter ||
+     adj->id_ < backwardFirstId_ || g->id_ < backwardFirstId_ || !(adj->attrs_ == g->attrs_) ||
+     adj->shape_ != g->shape_ || adj->type_ != g->type_)
+    return nullptr;
+  std::vector<Expr> in;
+  for(Node* c : adj->children_) in.emplace_back(c);
+  for(Node* c : g->children_) in.emplace_back(c);
+  Expr merged = make(scatter, in, {{"axis", adj->attrs_[0]}, {"dim", adj->attrs_[1]}});
+  for(Node* dead : {adj, g}) {
+    cseErase(dead);
+    drop(dead);
+  }
+  return merged.get();
 }
 
 bool GradCtx::needs(size_t i) const { return node->children_[i]->needsGrad_; }
@@ -727,6 +776,12 @@ bool GradCtx::needs(size_t i) const { return node->children_[i]->needsGrad_; }
 // propagates when one of its inputs has needsGrad_ set; the adjoints collect
 // in adj_. The rules' expressions become new nodes after `order`.
 void ExpressionGraph::buildAdjoints(const std::vector<Node*>& order, Node* root) {
+  // The nodes made from here on are this backward's (mergeScatterAdjoints).
+  struct BackwardIds {
+    size_t& first;
+    ~BackwardIds() { first = SIZE_MAX; }
+  } ids{backwardFirstId_};
+  backwardFirstId_ = nextId_;
   root->adj_ = ones(root->shape_, root->type_).get();
   size_t rootIdx = 0;
   for(size_t i = 0; i < order.size(); ++i)

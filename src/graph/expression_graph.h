@@ -1,6 +1,7 @@
 // ExpressionGraph: a dynamic graph rebuilt per batch (seed design), with
 // reverse-mode autodiff whose backward rules are themselves graph expressions.
 #pragma once
+#include <cstdint>
 #include <initializer_list>
 #include <map>
 #include <unordered_map>
@@ -189,6 +190,11 @@ private:
   void releaseValue(Node* n);
   void truncate(size_t mark);  // dropFrom, then the CSE table rebuilt
   void dropFrom(size_t mark);  // nodes from mark on released; none may be in the CSE table
+  void cseErase(Node* n);      // n out of the CSE table (if there)
+  // GradCtx::add: g folded into adj when both are scatter_adds into the
+  // same shape made by this backward (see there); the merged adjoint, or null.
+  Node* mergeScatterAdjoints(Node* adj, Node* g);
+  friend struct GradCtx;
   void drop(Node* n);  // retire/prune: the node leaves the graph (its slot stays)
   void buildAdjoints(const std::vector<Node*>& order, Node* root);
   void printDebug(Node* n, bool grad) const;
@@ -197,6 +203,7 @@ private:
   void cseRebuild();
 
   DeviceId device_;
+  size_t backwardFirstId_ = SIZE_MAX;  // while buildAdjoints runs: the first id of its nodes
   Ptr<Allocator> workspace_;
   Type defaultType_ = Type::float32;
   bool inference_ = false;

@@ -387,68 +387,86 @@ Expr index_select(Expr x, int axis, const std::vector<int64_t>& indices) {
   return gather(x, axis, x->graph()->indices(indices));
 }
 
-// y = zeros; y[i.., indices[j..], k..] += u[i.., j.., k..]
+// y = zeros; y[i.., indices[j..], k..] += u[i.., j.., k..], for each pair
+// (u, indices) of the inputs in turn. More than one pair: the gradients of
+// several gathers from one tensor, summed into one output (GradCtx::add
+// merges them) instead of one zero-filled tensor each and adds.
 ONYX_OP(kScatterAdd, "scatter_add")
-    .doc("y = zeros with dim entries on axis; y[i.., indices[j..], k..] += updates[i.., j.., k..] (adjoint of gather)")
-    .inputs(2)
+    .doc("y = zeros with dim entries on axis; y[i.., indices[j..], k..] += updates[i.., j.., k..] for each pair "
+         "(updates, indices) of the inputs in turn (adjoint of gather)")
+    .inputs(2, -1)
     .attr("axis", int64_t(0))
     .attr("dim", int64_t(0))
     .infer([](InferCtx& c) {
-      const Shape& us = c.shapeOf(0);
-      const Shape& is = c.shapeOf(1);
-      c.check(c.typeOf(1) == Type::int64 || c.typeOf(1) == Type::int32, "indices have type ", c.typeOf(1),
-              " but must be int64 or int32");
-      c.check(isFloat(c.typeOf(0)) || isInt(c.typeOf(0)), "updates have type ", c.typeOf(0),
-              " but must be a float or integer type");
-      int q = is.rank(), r = us.rank() - q + 1;
-      c.check(r >= 1, "updates of rank ", us.rank(), " cannot hold indices of rank ", q);
-      int a = c.axis(c.attrs.i("axis"), r);
-      int64_t dim = c.attrs.i("dim");
-      c.check(dim >= 0, "dim ", dim, " is negative");
-      bool ok = true;
-      for(int k = 0; k < q; ++k) ok = ok && us.dims()[a + k] == is.dims()[k];
-      c.check(ok, "updates ", us, " must hold the indices' shape ", is, " at axis ", a);
-      Shape::Dims d;
-      for(int k = 0; k < a; ++k) d.push_back(us.dims()[k]);
-      d.push_back(dim);
-      for(int k = a + q; k < us.rank(); ++k) d.push_back(us.dims()[k]);
-      c.shape = Shape(d);
+      c.check(c.n() % 2 == 0, c.n(), " inputs; scatter_add takes pairs (updates, indices)");
+      Shape out;
+      for(size_t p = 0; p < c.n(); p += 2) {
+        const Shape& us = c.shapeOf(p);
+        const Shape& is = c.shapeOf(p + 1);
+        c.check(c.typeOf(p + 1) == Type::int64 || c.typeOf(p + 1) == Type::int32, "indices have type ",
+                c.typeOf(p + 1), " but must be int64 or int32");
+        c.check(isFloat(c.typeOf(p)) || isInt(c.typeOf(p)), "updates have type ", c.typeOf(p),
+                " but must be a float or integer type");
+        c.check(c.typeOf(p) == c.typeOf(0), "updates ", p / 2, " have type ", c.typeOf(p), ", the first ",
+                c.typeOf(0));
+        int q = is.rank(), r = us.rank() - q + 1;
+        c.check(r >= 1, "updates of rank ", us.rank(), " cannot hold indices of rank ", q);
+        int a = c.axis(c.attrs.i("axis"), r);
+        int64_t dim = c.attrs.i("dim");
+        c.check(dim >= 0, "dim ", dim, " is negative");
+        bool ok = true;
+        for(int k = 0; k < q; ++k) ok = ok && us.dims()[a + k] == is.dims()[k];
+        c.check(ok, "updates ", us, " must hold the indices' shape ", is, " at axis ", a);
+        Shape::Dims d;
+        for(int k = 0; k < a; ++k) d.push_back(us.dims()[k]);
+        d.push_back(dim);
+        for(int k = a + q; k < us.rank(); ++k) d.push_back(us.dims()[k]);
+        c.check(p == 0 || Shape(d) == out, "pair ", p / 2, " scatters into ", Shape(d), ", the first into ", out);
+        out = Shape(d);
+      }
+      c.shape = out;
       c.type = c.typeOf(0);
     })
     .cpu([](KernelCtx& c) {
-      const TensorBase& u = *c.in[0];
-      const TensorBase& ix = *c.in[1];
       const auto& od = c.out.shape().dims();
       int a = c.out.shape().axis(c.attrs.i("axis"));
-      int64_t outer = prodDims(od, 0, a), n = od[a], inner = prodDims(od, a + 1, od.size()), m = ix.size();
+      int64_t outer = prodDims(od, 0, a), n = od[a], inner = prodDims(od, a + 1, od.size());
       zeroFill(c.out);
-      ops::checkIndices(ix, n, a, c.node);  // before the threads: they cannot throw
-      dispatchIndex(ix.type(), "scatter_add", [&](auto itag) {
-        using I = typename decltype(itag)::type;
-        const I* idx = ix.data<I>();
-        dispatchNumeric(u.type(), "scatter_add", [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          const T* up = u.data<T>();
-          T* yp = c.out.data<T>();
-          // Threads split rows of y (outer) or, with one row, the inner
-          // elements, so repeated indices never race.
-          auto body = [&](int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
-            for(int64_t o = o0; o < o1; ++o)
-              for(int64_t j = 0; j < m; ++j) {
-                int64_t dst = (o * n + resolveIndex(static_cast<int64_t>(idx[j]), n)) * inner;
-                int64_t src = (o * m + j) * inner;
-                for(int64_t k = k0; k < k1; ++k) host::store(yp, dst + k, host::load(yp, dst + k) + host::load(up, src + k));
-              }
-          };
-          if(outer > 1)
-            host::parallelFor(outer, u.size(), [&](int64_t lo, int64_t hi) { body(lo, hi, 0, inner); });
-          else
-            host::parallelFor(inner, u.size(), [&](int64_t lo, int64_t hi) { body(0, outer, lo, hi); });
+      for(size_t p = 0; p < c.in.size(); p += 2)  // before the threads: they cannot throw
+        ops::checkIndices(*c.in[p + 1], n, a, c.node);
+      for(size_t p = 0; p < c.in.size(); p += 2) {
+        const TensorBase& u = *c.in[p];
+        const TensorBase& ix = *c.in[p + 1];
+        const int64_t m = ix.size();
+        dispatchIndex(ix.type(), "scatter_add", [&](auto itag) {
+          using I = typename decltype(itag)::type;
+          const I* idx = ix.data<I>();
+          dispatchNumeric(u.type(), "scatter_add", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            const T* up = u.data<T>();
+            T* yp = c.out.data<T>();
+            // Threads split rows of y (outer) or, with one row, the inner
+            // elements, so repeated indices never race.
+            auto body = [&](int64_t o0, int64_t o1, int64_t k0, int64_t k1) {
+              for(int64_t o = o0; o < o1; ++o)
+                for(int64_t j = 0; j < m; ++j) {
+                  int64_t dst = (o * n + resolveIndex(static_cast<int64_t>(idx[j]), n)) * inner;
+                  int64_t src = (o * m + j) * inner;
+                  for(int64_t k = k0; k < k1; ++k)
+                    host::store(yp, dst + k, host::load(yp, dst + k) + host::load(up, src + k));
+                }
+            };
+            if(outer > 1)
+              host::parallelFor(outer, u.size(), [&](int64_t lo, int64_t hi) { body(lo, hi, 0, inner); });
+            else
+              host::parallelFor(inner, u.size(), [&](int64_t lo, int64_t hi) { body(0, outer, lo, hi); });
+          });
         });
-      });
+      }
     })
     .backward([](GradCtx& g) {
-      if(g.needs(0)) g.add(0, gather(g.dy, static_cast<int>(g.attrs.i("axis")), g.x(1)));
+      for(size_t p = 0; p < g.n(); p += 2)
+        if(g.needs(p)) g.add(p, gather(g.dy, static_cast<int>(g.attrs.i("axis")), g.x(p + 1)));
     })
     .noOnnx("internal: only gradient graphs use it (the gradient of gather)");
 

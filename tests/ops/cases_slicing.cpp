@@ -191,6 +191,22 @@ ONYX_OP_CASE({"scatter_add", "axis1_repeated", {in({2, 4, 3}), intValues({4}, {0
 ONYX_OP_CASE({"scatter_add", "axis0_matrix_indices", {in({2, 2, 3}), intValues({2, 2}, {1, 1, 0, 3})},
               [](const std::vector<Expr>& x) { return scatter_add(x[0], 0, x[1], 4); },
               [](const std::vector<Ref>& x) { return scatterAddRef(x[0], 0, x[1], 4); }});
+// Several pairs (updates, indices) summed into one output, in order (what
+// GradCtx::add merges the gradients of gathers from one tensor into): a
+// scalar index, a repeated one, and indices of another rank.
+ONYX_OP_CASE({"scatter_add", "three_pairs",
+              {in({2, 3}), intValues({}, {1}), in({2, 2, 3}), intValues({2}, {0, 1}), in({2, 3, 3}),
+               intValues({3}, {-1, 1, 1})},
+              [](const std::vector<Expr>& x) {
+                return x[0]->graph()->make(Registry::instance().get("scatter_add"), x,
+                                           {{"axis", int64_t(1)}, {"dim", int64_t(3)}});
+              },
+              [](const std::vector<Ref>& x) {
+                Ref a = scatterAddRef(x[0], 1, x[1], 3), b = scatterAddRef(x[2], 1, x[3], 3),
+                    c = scatterAddRef(x[4], 1, x[5], 3);
+                for(int64_t k = 0; k < a.size(); ++k) a[k] += b[k] + c[k];
+                return a;
+              }});
 
 // ---------------------------------------------------------------- pad
 

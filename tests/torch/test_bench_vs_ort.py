@@ -37,7 +37,10 @@ def test_smoke_run_writes_its_section_only(tmp_path):
     cells = [c.strip() for c in latency[0].strip("|").split("|")]
     onyx, ort, ratio = float(cells[3]), float(cells[5]), float(cells[7])
     assert onyx > 0 and ort > 0 and abs(ratio - onyx / ort) <= 0.01 * ratio + 0.01
-    assert cells[8] == "1 / 1"
+    # One round: its own ratio is the ratio (both ends of the range).
+    lo, hi = (float(v) for v in cells[8].split("-"))
+    assert lo == hi and abs(lo - ratio) <= 0.01
+    assert cells[9] == "1 / 1"
     # 784-512-512-10 at batch 2: every multiply-add of the three Gemms, twice.
     meta = json.load(open(cache / "mlp_b2.json"))
     assert meta["flops"] == 2 * 2 * (784 * 512 + 512 * 512 + 512 * 10)

@@ -121,6 +121,50 @@ TEST(Graph, GradientsAccumulateOverUses) {
   EXPECT_EQ(x->grad()->toVector<float>(), (std::vector<float>{3, 5, 7}));
 }
 
+// The gradients of several gathers from one tensor along one axis (a fused
+// QKV projection split by three Gathers) are one scatter_add of all their
+// pairs, not one zero-filled tensor per gather and adds between them; a
+// gather along another axis of the same tensor stays apart (added). The
+// gradient is the same either way.
+TEST(Graph, GatherGradientsFromOneTensorShareOneScatter) {
+  auto g = newGraph();
+  std::vector<float> w0(24);
+  for(size_t i = 0; i < w0.size(); ++i) w0[i] = float(i);
+  auto w = g->param("w", {3, 2, 4}, inits::fromVector(w0));
+  auto pick = [&](int axis, int64_t i) { return index_select(w, axis, std::vector<int64_t>{i}); };
+  // loss = sum(w[0]) + 2 sum(w[1]) + 3 sum(w[2]) + 5 sum(w[2]): dw = 1, 2, 8 on w[0], w[1], w[2].
+  auto loss = sum(pick(0, 0)) + sum(pick(0, 1)) * 2.f + sum(pick(0, 2)) * 3.f + sum(pick(0, 2) * 5.f);
+  Expr dw = g->gradients(loss, {w})[0];
+  ASSERT_EQ(dw->op()->name, "scatter_add");
+  EXPECT_EQ(dw->numChildren(), 8u);  // four pairs: each pick is a gather of its own (its own indices constant)
+  dw->keepValue();
+  g->forward();
+  std::vector<float> want(24);
+  for(size_t i = 0; i < 24; ++i) want[i] = i < 8 ? 1.f : i < 16 ? 2.f : 8.f;
+  EXPECT_EQ(dw->val()->toVector<float>(), want);
+  g->backward(loss);
+  EXPECT_EQ(w->grad()->toVector<float>(), want);
+
+  // Along axis 2 as well: that scatter is a separate one, added to the first.
+  g->clear();
+  w = g->param("w", {3, 2, 4}, inits::fromVector(w0));
+  loss = sum(pick(0, 0)) + sum(pick(0, 1)) + sum(pick(2, 3)) * 4.f;
+  dw = g->gradients(loss, {w})[0];
+  ASSERT_EQ(dw->op()->name, "add");
+  size_t scatters = 0;
+  for(size_t i = 0; i < 2; ++i) {
+    const Node* s = dw->child(i).get();
+    if(s->op() && s->op()->name == "scatter_add") scatters += s->numChildren() / 2;
+  }
+  EXPECT_EQ(scatters, 3u);  // pairs: two along axis 0 in one node, one along axis 2 in the other
+  dw->keepValue();
+  g->forward();
+  for(size_t i = 0; i < 24; ++i) want[i] = (i < 16 ? 1.f : 0.f) + (i % 4 == 3 ? 4.f : 0.f);
+  EXPECT_EQ(dw->val()->toVector<float>(), want);
+  g->backward(loss);
+  EXPECT_EQ(w->grad()->toVector<float>(), want);
+}
+
 // A param's gradient tensor is one object across steps: backward writes
 // the new gradient into it (the node computing it writes there directly
 // when nothing else holds the tensor, else it is copied in), also when two

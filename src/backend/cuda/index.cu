@@ -129,15 +129,17 @@ struct ScatterRunBody {
   const int64_t* keys;
   const int64_t* vals;
   int64_t n, m, inner;
+  bool accumulate;  // onto y as it is (a later pair of a scatter_add), not onto zeros
   __device__ void operator()(int64_t e) const {
     const int64_t k = e % inner, p = (e / inner) % m, o = e / (inner * m);
     const int64_t key = keys[p];
     if(p > 0 && keys[p - 1] == key) return;  // not the start of its run
     using C = typename ComputeOf<T>::type;
-    T sum = T(0);  // rounded to T after every addition, as the CPU stores it
+    T* at = y + (o * n + key) * inner + k;
+    T sum = accumulate ? *at : T(0);  // rounded to T after every addition, as the CPU stores it
     for(int64_t q = p; q < m && keys[q] == key; ++q)
       sum = static_cast<T>(static_cast<C>(static_cast<C>(sum) + loadDev(u, (o * m + vals[q]) * inner + k)));
-    y[(o * n + key) * inner + k] = sum;
+    *at = sum;
   }
 };
 
@@ -234,10 +236,10 @@ size_t headBytes(int64_t m) { return static_cast<size_t>(4 * m) * sizeof(int64_t
 size_t scatterAddScratch(int64_t m) { return headBytes(m) + sortBytes(m); }
 
 bool scatterAdd(size_t dev, Type t, const void* u, void* y, Type it, const void* idx, int64_t outer, int64_t n,
-                int64_t m, int64_t inner, void* scratch) {
+                int64_t m, int64_t inner, void* scratch, bool accumulate) {
   ONYX_CHECK(m <= INT32_MAX, "scatter_add: ", m, " indices on a GPU (at most 2^31 - 1)");
   if(m == 0) {
-    fillZero(dev, y, typeBytes(t, static_cast<size_t>(outer * n * inner)));
+    if(!accumulate) fillZero(dev, y, typeBytes(t, static_cast<size_t>(outer * n * inner)));
     return true;
   }
   auto* keys = static_cast<int64_t*>(scratch);
@@ -261,10 +263,11 @@ bool scatterAdd(size_t dev, Type t, const void* u, void* y, Type it, const void*
   cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, tempBytes, keys, keysOut, vals, valsOut, static_cast<int>(m),
                                                   0, bits, s);
   ONYX_CHECK(e == cudaSuccess, "scatter_add: the index sort failed: ", cudaGetErrorString(e));
-  fillZero(dev, y, typeBytes(t, static_cast<size_t>(outer * n * inner)));
+  if(!accumulate) fillZero(dev, y, typeBytes(t, static_cast<size_t>(outer * n * inner)));
   dispatchNumeric(t, "scatter_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    forEachOn(dev, ScatterRunBody<T>{static_cast<const T*>(u), static_cast<T*>(y), keysOut, valsOut, n, m, inner},
+    forEachOn(dev,
+              ScatterRunBody<T>{static_cast<const T*>(u), static_cast<T*>(y), keysOut, valsOut, n, m, inner, accumulate},
               outer * m * inner, "scatter_add");
   });
   return true;

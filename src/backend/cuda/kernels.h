@@ -47,10 +47,11 @@ void argExtreme(size_t dev, Type t, const void* x, int64_t* y, int64_t outer, in
 // with their positions on the device (a stable radix sort), and each run of
 // equal targets is summed by one thread per element. Returns false, having
 // written nothing, when an index is out of range. `scratch` holds
-// scatterAddScratch(m) bytes of device memory.
+// scatterAddScratch(m) bytes of device memory. accumulate: onto y as it is
+// instead of zeros (a scatter_add's later pairs).
 size_t scatterAddScratch(int64_t m);
 bool scatterAdd(size_t dev, Type t, const void* u, void* y, Type it, const void* idx, int64_t outer, int64_t n,
-                int64_t m, int64_t inner, void* scratch);
+                int64_t m, int64_t inner, void* scratch, bool accumulate = false);
 // pad by index maps: y element (i_0 .. i_r-1) of shape `out` is x at
 // (maps_0[i_0] .. ) for x of shape `in`, or `value` (converted to t as the
 // CPU's castFromDouble) where any map is -1; maps holds the r maps one

@@ -27,21 +27,24 @@ ONYX_GPU_KERNEL("gather", [](KernelCtx& c) {
   gatherRows(c.out.getDeviceId().no, c.out.raw(), x.raw(), ix.raw(), ix.type(), outer, ix.size(), n, inner, e);
 });
 
-// y = zeros; y[i.., indices[j..], k..] += u[i.., j.., k..]
+// y = zeros; y[i.., indices[j..], k..] += u[i.., j.., k..], for each pair
+// (u, indices) of the inputs in turn
 ONYX_GPU_KERNEL("scatter_add", [](KernelCtx& c) {
-  const TensorBase& u = *c.in[0];
   const auto& od = c.out.shape().dims();
   const int a = c.out.shape().axis(c.attrs.i("axis"));
   const int64_t outer = ops::prodDims(od, 0, a), n = od[a], inner = ops::prodDims(od, a + 1, od.size());
-  // Sorted on the device (kernels.h); an index out of range is reported by
-  // the host check, which names the node.
-  const TensorBase& ix = *c.in[1];
-  const int64_t m = ix.size();
-  Tensor scratch = c.scratch(Shape{static_cast<int64_t>(scatterAddScratch(m))}, Type::uint8);
-  if(!scatterAdd(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), ix.type(), ix.raw(), outer, n, m, inner,
-                 scratch->raw())) {
-    ops::checkIndices(*ix.hostCopy(), n, a, c.node);
-    ONYX_ASSERT(false, "scatter_add: the GPU found an index out of [-", n, ", ", n, ") that the host check passed");
+  for(size_t p = 0; p < c.in.size(); p += 2) {
+    const TensorBase& u = *c.in[p];
+    // Sorted on the device (kernels.h); an index out of range is reported
+    // by the host check, which names the node.
+    const TensorBase& ix = *c.in[p + 1];
+    const int64_t m = ix.size();
+    Tensor scratch = c.scratch(Shape{static_cast<int64_t>(scatterAddScratch(m))}, Type::uint8);
+    if(!scatterAdd(c.out.getDeviceId().no, u.type(), u.raw(), c.out.raw(), ix.type(), ix.raw(), outer, n, m, inner,
+                   scratch->raw(), p > 0)) {
+      ops::checkIndices(*ix.hostCopy(), n, a, c.node);
+      ONYX_ASSERT(false, "scatter_add: the GPU found an index out of [-", n, ", ", n, ") that the host check passed");
+    }
   }
 });
 
