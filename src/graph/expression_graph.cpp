@@ -735,7 +735,7 @@ void GradCtx::add(size_t i, Expr g) {
   if(g->value_type() != c->value_type())
     g = graph.make(Registry::instance().get("cast"), {g}, {{"to", int64_t(c->value_type())}});
   if(c->adj_) {
-    if(Node* merged = graph.mergeScatterAdjoints(c->adj_, g.get())) {
+    if(Node* merged = graph.mergeAdjoints(c->adj_, g.get())) {
       c->adj_ = merged;
       return;
     }
@@ -744,24 +744,53 @@ void GradCtx::add(size_t i, Expr g) {
   c->adj_ = g.get();
 }
 
-// Two gradients of one tensor that are both scatter_adds into zeros of its
-// shape (the gradients of gathers from it: a fused QKV projection split by
-// three Gathers, an embedding read twice) become one scatter_add of all
-// their pairs: one zero fill and one pass instead of one zero-filled tensor
-// per gather and the adds between them. Only for nodes this backward made
-// and nothing reads yet (an adjoint is read only once its node's own rule
-// runs, after every contribution). On the CPU only: the GPU kernel of a
-// scatter_add of several pairs is compiled but has not run on a GPU yet.
-Node* ExpressionGraph::mergeScatterAdjoints(Node* adj, Node* g) {
+// Two gradients of one tensor folded into one node where one kernel does
+// both in a pass, instead of the two nodes and an add between them. Only for
+// nodes this backward made and nothing reads yet (an adjoint is read only
+// once its node's own rule runs, after every contribution), of one shape and
+// type; the two leave the graph. On CPU graphs:
+// - two scatter_adds into zeros of the tensor's shape (the gradients of
+//   gathers from it along one axis: a fused QKV projection split by three
+//   Gathers) -> one scatter_add of all their pairs (updates, indices): one
+//   zero fill and one pass instead of a zero-filled tensor per gather. (Its
+//   GPU kernel of several pairs is compiled but has not run on a GPU yet.)
+// - dy * f (f per channel: a training batch_normalize's part of dx) and
+//   batch_moments_grad(x, m, dm) (the statistics' part) -> batch_moments_grad
+//   (x, m, dm, dy, f): a batch norm's whole dx in one pass over dy and x.
+Node* ExpressionGraph::mergeAdjoints(Node* adj, Node* g) {
   static const OpDef& scatter = Registry::instance().get("scatter_add");
-  if(device_.type != DeviceType::cpu || adj == g || adj->op_ != &scatter || g->op_ != &scatter ||
-     adj->id_ < backwardFirstId_ || g->id_ < backwardFirstId_ || !(adj->attrs_ == g->attrs_) ||
-     adj->shape_ != g->shape_ || adj->type_ != g->type_)
+  static const OpDef& mul = Registry::instance().get("mul");
+  static const OpDef& momentsGrad = Registry::instance().get("batch_moments_grad");
+  if(device_.type != DeviceType::cpu || adj == g || adj->kind_ != NodeKind::Op || g->kind_ != NodeKind::Op ||
+     adj->id_ < backwardFirstId_ || g->id_ < backwardFirstId_ || adj->shape_ != g->shape_ || adj->type_ != g->type_)
     return nullptr;
   std::vector<Expr> in;
-  for(Node* c : adj->children_) in.emplace_back(c);
-  for(Node* c : g->children_) in.emplace_back(c);
-  Expr merged = make(scatter, in, {{"axis", adj->attrs_[0]}, {"dim", adj->attrs_[1]}});
+  Expr merged;
+  if(adj->op_ == &scatter && g->op_ == &scatter && adj->attrs_ == g->attrs_) {
+    for(Node* c : adj->children_) in.emplace_back(c);
+    for(Node* c : g->children_) in.emplace_back(c);
+    merged = make(scatter, in, {{"axis", adj->attrs_[0]}, {"dim", adj->attrs_[1]}});
+  } else if(adj->op_ == &mul && g->op_ == &momentsGrad && g->children_.size() == 3 && adj->children_.size() == 2) {
+    const Node* x = g->children_[0];
+    const int r = x->shape_.rank();
+    const int64_t C = x->shape_[1];
+    // f's shape broadcasts along x's channel axis only: [C, 1, ..] or [1, C, 1, ..].
+    auto perChannel = [&](const Node* f) {
+      const Shape& fs = f->shape_;
+      if(f->type_ != x->type_ || fs.elements() != C) return false;
+      if(fs.rank() == r - 1) return fs.rank() >= 1 && fs[0] == C;
+      return fs.rank() == r && fs[0] == 1 && fs[1] == C;
+    };
+    Node *dy = adj->children_[0], *f = adj->children_[1];
+    if(!(dy->shape_ == x->shape_ && perChannel(f))) std::swap(dy, f);
+    if(!(dy->shape_ == x->shape_ && dy->type_ == x->type_ && perChannel(f))) return nullptr;
+    for(Node* c : g->children_) in.emplace_back(c);
+    in.emplace_back(dy);
+    in.emplace_back(f);
+    merged = make(momentsGrad, in, {});
+  } else {
+    return nullptr;
+  }
   for(Node* dead : {adj, g}) {
     cseErase(dead);
     drop(dead);
@@ -776,7 +805,7 @@ bool GradCtx::needs(size_t i) const { return node->children_[i]->needsGrad_; }
 // propagates when one of its inputs has needsGrad_ set; the adjoints collect
 // in adj_. The rules' expressions become new nodes after `order`.
 void ExpressionGraph::buildAdjoints(const std::vector<Node*>& order, Node* root) {
-  // The nodes made from here on are this backward's (mergeScatterAdjoints).
+  // The nodes made from here on are this backward's (mergeAdjoints).
   struct BackwardIds {
     size_t& first;
     ~BackwardIds() { first = SIZE_MAX; }

@@ -191,9 +191,9 @@ private:
   void truncate(size_t mark);  // dropFrom, then the CSE table rebuilt
   void dropFrom(size_t mark);  // nodes from mark on released; none may be in the CSE table
   void cseErase(Node* n);      // n out of the CSE table (if there)
-  // GradCtx::add: g folded into adj when both are scatter_adds into the
-  // same shape made by this backward (see there); the merged adjoint, or null.
-  Node* mergeScatterAdjoints(Node* adj, Node* g);
+  // GradCtx::add: adj and g (two gradients of one node) as one node where a
+  // kernel does both (see there); the merged adjoint, or null.
+  Node* mergeAdjoints(Node* adj, Node* g);
   friend struct GradCtx;
   void drop(Node* n);  // retire/prune: the node leaves the graph (its slot stays)
   void buildAdjoints(const std::vector<Node*>& order, Node* root);

@@ -477,6 +477,10 @@ template <class T>
 void momentsGradKernel(KernelCtx& c) {
   const Planes p(c.in[0]->shape());
   const T *x = c.in[0]->data<T>(), *m = c.in[1]->data<T>(), *dm = c.in[2]->data<T>();
+  // With inputs 3 and 4: dy * f[c] first, then the moments' term added
+  // (the product and the sum rounded as the mul and add nodes they replace).
+  const T* dy = c.in.size() > 3 ? c.in[3]->data<T>() : nullptr;
+  const T* f = c.in.size() > 3 ? c.in[4]->data<T>() : nullptr;
   T* dx = c.out.data<T>();
   const double count = double(std::max<int64_t>(1, p.count()));
   // dx = a[c] + b[c] * (x - mean[c]): a = dmean / count, b = 2 dvar / count
@@ -492,7 +496,17 @@ void momentsGradKernel(KernelCtx& c) {
       const T ac = a[size_t(ch)], bc = bb[size_t(ch)], mc = m[ch];
       const T* xr = x + q * p.inner;
       T* o = dx + q * p.inner;
-      for(int64_t j = 0; j < p.inner; ++j) o[j] = ac + bc * (xr[j] - mc);
+      if(dy) {
+        const T fc = f[ch];
+        const T* g = dy + q * p.inner;
+        for(int64_t j = 0; j < p.inner; ++j) {
+          const T prod = g[j] * fc;
+          const T moments = ac + bc * (xr[j] - mc);
+          o[j] = prod + moments;
+        }
+      } else {
+        for(int64_t j = 0; j < p.inner; ++j) o[j] = ac + bc * (xr[j] - mc);
+      }
     }
   });
 }
@@ -552,17 +566,26 @@ ONYX_OP(kBatchMoments, "batch_moments")
       c.emit("Concat", {m1, v1}, {c.output()}, {{"axis", int64_t(0)}});
     });
 
-// dx = (dm[0, c] + 2 dm[1, c] (x - m[0, c])) / count
+// dx = (dm[0, c] + 2 dm[1, c] (x - m[0, c])) / count [+ dy * f[c]]
 [[maybe_unused]] static OpDef& kBatchMomentsGradDef = kBatchMomentsGrad
     .doc("dx = (dm[0, c] + 2 dm[1, c] (x - m[0, c])) / count: the gradient of batch_moments (count = elements per "
-         "channel)")
-    .inputs(3)
+         "channel); with inputs dy (x's shape) and f (C values), dy * f[c] + that (a training batch norm's whole dx, "
+         "GradCtx::add folds batch_normalize's part in)")
+    .inputs(3, 5)
     .infer([](InferCtx& c) {
       checkFloat3264(c);
       const Shape& xs = c.shapeOf(0);
       checkPlanes(c, xs);
       checkPerChannel(c, 1, Shape({2, xs[1]}), "m");
       checkPerChannel(c, 2, Shape({2, xs[1]}), "dm");
+      c.check(c.n() == 3 || c.n() == 5, c.n(), " inputs; batch_moments_grad takes x, m, dm and optionally dy, f");
+      if(c.n() == 5) {
+        c.check(c.shapeOf(3) == xs, "dy must have x's shape ", xs, ", got ", c.shapeOf(3));
+        c.check(c.shapeOf(4).elements() == xs[1], "f must hold one value per channel (", xs[1], "), got shape ",
+                c.shapeOf(4));
+        c.check(c.typeOf(3) == c.typeOf(0) && c.typeOf(4) == c.typeOf(0), "dy and f must have x's type ",
+                c.typeOf(0));
+      }
       c.shape = xs;
     })
     .cpu(floatOrDouble<momentsGradKernel<float>, momentsGradKernel<double>>)

@@ -165,6 +165,53 @@ TEST(Graph, GatherGradientsFromOneTensorShareOneScatter) {
   EXPECT_EQ(w->grad()->toVector<float>(), want);
 }
 
+// A training batch norm's dx is one node (batch_moments_grad with dy and
+// f: batch_normalize's part folded into the statistics' part), and equals
+// the closed form dx = gamma r / n (n dy - sum dy - xhat sum(dy xhat)).
+TEST(Graph, TrainingBatchNormDxIsOneNode) {
+  auto g = newGraph();
+  const int64_t N = 2, C = 3, HW = 5, n = N * HW;
+  std::vector<float> x0(size_t(N * C * HW)), w0(x0.size()), gamma0{0.5f, -1.5f, 2.f}, beta0{0.1f, 0.2f, -0.3f};
+  for(size_t i = 0; i < x0.size(); ++i) {
+    x0[i] = std::sin(float(i) * 1.7f) * 2.f;
+    w0[i] = std::cos(float(i) * 0.9f);
+  }
+  auto x = g->param("x", {N, C, HW}, inits::fromVector(x0));
+  auto gamma = g->constant(TensorBase::fromVector<float>(Shape({C}), gamma0));
+  auto beta = g->constant(TensorBase::fromVector<float>(Shape({C}), beta0));
+  auto w = g->constant(TensorBase::fromVector<float>(Shape({N, C, HW}), w0));
+  Expr m = batch_moments(x);
+  Expr mu = reshape(slice(m, 0, 0, 1), std::vector<int64_t>{C}), var = reshape(slice(m, 0, 1, 2), std::vector<int64_t>{C});
+  Expr y = batch_normalize(x, mu, var, gamma, beta, 1e-3);
+  Expr loss = sum(y * w);  // dy = w
+  Expr dx = g->gradients(loss, {x})[0];
+  ASSERT_EQ(dx->op()->name, "batch_moments_grad");
+  EXPECT_EQ(dx->numChildren(), 5u);
+  dx->keepValue();
+  g->forward();
+  std::vector<float> got = dx->val()->toVector<float>();
+  for(int64_t c = 0; c < C; ++c) {
+    double mean = 0, v = 0, sdy = 0, sdyx = 0;
+    auto at = [&](int64_t b, int64_t k) { return size_t((b * C + c) * HW + k); };
+    for(int64_t b = 0; b < N; ++b)
+      for(int64_t k = 0; k < HW; ++k) mean += x0[at(b, k)] / double(n);
+    for(int64_t b = 0; b < N; ++b)
+      for(int64_t k = 0; k < HW; ++k) v += (x0[at(b, k)] - mean) * (x0[at(b, k)] - mean) / double(n);
+    const double r = 1 / std::sqrt(v + 1e-3);
+    for(int64_t b = 0; b < N; ++b)
+      for(int64_t k = 0; k < HW; ++k) {
+        sdy += w0[at(b, k)];
+        sdyx += w0[at(b, k)] * (x0[at(b, k)] - mean) * r;
+      }
+    for(int64_t b = 0; b < N; ++b)
+      for(int64_t k = 0; k < HW; ++k) {
+        const double xhat = (x0[at(b, k)] - mean) * r;
+        const double want = gamma0[size_t(c)] * r / double(n) * (double(n) * w0[at(b, k)] - sdy - xhat * sdyx);
+        EXPECT_NEAR(got[at(b, k)], want, 1e-4 * (1 + std::fabs(want))) << "c " << c << " b " << b << " k " << k;
+      }
+  }
+}
+
 // A param's gradient tensor is one object across steps: backward writes
 // the new gradient into it (the node computing it writes there directly
 // when nothing else holds the tensor, else it is copied in), also when two
