@@ -188,18 +188,21 @@ ONYX_OP_CASE({"batch_normalize", "given_statistics",
                 return y;
               }});
 
+// batch_moments_grad's reference: (dm[0, c] + 2 dm[1, c] (x - m[0, c])) /
+// count, plus dy * f[c] when the inputs hold dy and f.
+Ref refMomentsGrad(Rs x) {
+  const int64_t C = x[0].shape[1];
+  const double count = double(x[0].size() / C);
+  Ref y = refLike(x[0]);
+  for(int64_t k = 0; k < y.size(); ++k) {
+    int64_t c = channelOf(x[0].shape, k);
+    y[k] = (x.size() > 3 ? x[3][k] * x[4][c] : 0.0) + (x[2][c] + 2 * x[2][C + c] * (x[0][k] - x[1][c])) / count;
+  }
+  return y;
+}
+
 ONYX_OP_CASE({"batch_moments_grad", "nchw", {in({2, 3, 2, 2}, -2, 2), in({2, 3}), in({2, 3})},
-              [](Xs x) { return batch_moments_grad(x[0], x[1], x[2]); },
-              [](Rs x) {
-                const int64_t C = x[0].shape[1];
-                const double count = double(x[0].size() / C);
-                Ref y = refLike(x[0]);
-                for(int64_t k = 0; k < y.size(); ++k) {
-                  int64_t c = channelOf(x[0].shape, k);
-                  y[k] = (x[2][c] + 2 * x[2][C + c] * (x[0][k] - x[1][c])) / count;
-                }
-                return y;
-              },
+              [](Xs x) { return batch_moments_grad(x[0], x[1], x[2]); }, refMomentsGrad,
               /*gradcheck=*/false});
 
 // With dy and f: dy * f[c] added (a training batch norm's whole dx, as
@@ -209,17 +212,7 @@ ONYX_OP_CASE({"batch_moments_grad", "with_dy",
               [](Xs x) {
                 return x[0]->graph()->make(Registry::instance().get("batch_moments_grad"), x, {});
               },
-              [](Rs x) {
-                const int64_t C = x[0].shape[1];
-                const double count = double(x[0].size() / C);
-                Ref y = refLike(x[0]);
-                for(int64_t k = 0; k < y.size(); ++k) {
-                  int64_t c = channelOf(x[0].shape, k);
-                  y[k] = x[3][k] * x[4][c] + (x[2][c] + 2 * x[2][C + c] * (x[0][k] - x[1][c])) / count;
-                }
-                return y;
-              },
-              /*gradcheck=*/false});
+              refMomentsGrad, /*gradcheck=*/false});
 
 ONYX_OP_CASE({"batch_norm_grad_sums", "nchw", {in({2, 3, 2, 2}), in({2, 3, 2, 2}, -2, 2), in({3})},
               [](Xs x) { return batch_norm_grad_sums(x[0], x[1], x[2]); },
