@@ -62,6 +62,8 @@ OnnxAttrs convOnnxAttrs(OnnxExportCtx& c, const Shape& xs, const Shape& ws);
 // For tests: how many float32 weight gradients ran as one GEMM per block of
 // samples (small images; ops/convolution.cpp) since the process started.
 uint64_t convGradWeightGemmRuns();
+// ... and how many ran as one GEMM per tap over a padded grid (stride 1).
+uint64_t convGradWeightGridRuns();
 }  // namespace ops
 
 // ---- ONNX import helpers of the window ops, shared by the import rules of

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
@@ -336,49 +337,105 @@ TEST(DnnlConv, OpsMatchThePortableKernels) {
   EXPECT_GT(taken, 250);
 }
 
+// A weight-gradient case of one group (dy the full output).
+Case gradWeightCase(int nd, int64_t N, int64_t Cg, int64_t Mg, std::vector<int64_t> img, std::vector<int64_t> k,
+                    std::vector<int64_t> s, std::vector<int64_t> d, std::vector<int64_t> pads) {
+  Case c;
+  c.op = Op::GradWeight;
+  c.nd = nd;
+  c.N = N;
+  c.G = 1;
+  c.Cg = Cg;
+  c.Mg = Mg;
+  c.img = std::move(img);
+  c.k = std::move(k);
+  c.o.strides = std::move(s);
+  c.o.dilations = std::move(d);
+  c.o.pads = std::move(pads);
+  c.bias = false;
+  c.cutDy = false;
+  return c;
+}
+
+// Runs the case with oneDNN on, expecting `runs` (a path's counter) to grow
+// by one, against the portable kernel (oneDNN off).
+template <class Runs>
+void expectPathMatchesThePortableKernel(const Case& c, uint32_t seed, Runs runs) {
+  host::setDnnlEnabled(false);
+  std::vector<float> want = runCase(c, seed);
+  host::setDnnlEnabled(true);
+  const uint64_t before = runs();
+  std::vector<float> got = runCase(c, seed);
+  EXPECT_EQ(runs(), before + 1) << c.describe();
+  ASSERT_EQ(got.size(), want.size()) << c.describe();
+  float scale = 1;
+  for(float v : want) scale = std::max(scale, std::abs(v));
+  for(size_t j = 0; j < got.size(); ++j)
+    ASSERT_NEAR(got[j], want[j], 1e-5f * scale * std::sqrt(float(c.N * 64))) << c.describe() << ", element " << j;
+}
+
 // Weight gradients over small images (at most 64 positions, enough samples
 // for a product 512 deep) run as one GEMM per block of samples: 1-, 2- and
 // 3-D, strides, dilations and uneven pads, and a batch of two blocks, each
 // against the portable kernel (oneDNN off).
 TEST(DnnlConv, GradWeightOfSmallImagesMatchesThePortableKernel) {
   EnabledGuard guard;
-  auto make = [](int nd, int64_t N, int64_t Cg, int64_t Mg, std::vector<int64_t> img, std::vector<int64_t> k,
-                 std::vector<int64_t> s, std::vector<int64_t> d, std::vector<int64_t> pads) {
-    Case c;
-    c.op = Op::GradWeight;
-    c.nd = nd;
-    c.N = N;
-    c.G = 1;
-    c.Cg = Cg;
-    c.Mg = Mg;
-    c.img = std::move(img);
-    c.k = std::move(k);
-    c.o.strides = std::move(s);
-    c.o.dilations = std::move(d);
-    c.o.pads = std::move(pads);
-    c.bias = false;
-    c.cutDy = false;
-    return c;
-  };
   const std::vector<Case> cases{
-      make(2, 13, 6, 5, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),          // 49 positions, one block
-      make(2, 45, 4, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),          // blocks of 42 and 3 samples
-      make(2, 40, 3, 4, {9, 8}, {3, 2}, {2, 1}, {1, 2}, {0, 1, 1, 0}),          // stride 2, dilation, uneven pads
-      make(1, 50, 2, 3, {40}, {5}, {2}, {2}, {3, 1}),                          // 1-D, 18 positions
-      make(3, 20, 2, 3, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1})};  // 3-D, 64 positions
-  for(size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    host::setDnnlEnabled(false);
-    std::vector<float> want = runCase(c, uint32_t(100 + i));
-    host::setDnnlEnabled(true);
-    const uint64_t before = ops::convGradWeightGemmRuns();
-    std::vector<float> got = runCase(c, uint32_t(100 + i));
-    EXPECT_EQ(ops::convGradWeightGemmRuns(), before + 1) << c.describe();
-    ASSERT_EQ(got.size(), want.size()) << c.describe();
-    float scale = 1;
-    for(float v : want) scale = std::max(scale, std::abs(v));
-    for(size_t j = 0; j < got.size(); ++j)
-      ASSERT_NEAR(got[j], want[j], 1e-5f * scale * std::sqrt(float(c.N * 64))) << c.describe() << ", element " << j;
+      gradWeightCase(2, 13, 6, 5, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),          // 49 positions, one block
+      gradWeightCase(2, 45, 4, 3, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),          // blocks of 42 and 3 samples
+      gradWeightCase(2, 40, 3, 4, {9, 8}, {3, 2}, {2, 1}, {1, 2}, {0, 1, 1, 0}),          // stride 2, dilation, uneven pads
+      gradWeightCase(1, 50, 2, 3, {40}, {5}, {2}, {2}, {3, 1}),                          // 1-D, 18 positions
+      gradWeightCase(3, 20, 2, 3, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1})};  // 3-D, 64 positions
+  for(size_t i = 0; i < cases.size(); ++i)
+    expectPathMatchesThePortableKernel(cases[i], uint32_t(100 + i), ops::convGradWeightGemmRuns);
+}
+
+// Stride-1 weight gradients of 16 or more channels each way run as one GEMM
+// per tap over a padded grid (ops/convolution.cpp, convGradWeightGrid):
+// the geometries its rule admits (end pads smaller than the begin ones, no
+// pads, dilation, 1-D and 3-D, two blocks of samples; grids at most 30 %
+// larger than the images), against the portable kernel.
+TEST(DnnlConv, GradWeightOnAGridMatchesThePortableKernel) {
+  EnabledGuard guard;
+  const std::vector<Case> cases{
+      gradWeightCase(2, 3, 16, 24, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),     // ResNet's 3x3
+      gradWeightCase(2, 25, 16, 16, {40, 40}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}),    // blocks of 19 and 6 samples
+      gradWeightCase(2, 2, 17, 20, {40, 45}, {5, 3}, {1, 1}, {2, 1}, {4, 2, 3, 0}),     // dilation, uneven pads
+      gradWeightCase(2, 2, 16, 16, {20, 21}, {3, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}),     // no pads
+      gradWeightCase(1, 3, 16, 32, {60}, {7}, {1}, {1}, {3, 3}),                        // 1-D
+      gradWeightCase(3, 2, 16, 16, {12, 12, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1})};  // 3-D
+  for(size_t i = 0; i < cases.size(); ++i)
+    expectPathMatchesThePortableKernel(cases[i], uint32_t(200 + i), ops::convGradWeightGridRuns);
+}
+
+// The grid's dy zeros meet x values: an infinite x goes to oneDNN, whose
+// gradient keeps the taps the infinity does not reach finite.
+TEST(DnnlConv, GradWeightOnAGridLeavesAnInfiniteXToOneDnn) {
+  EnabledGuard guard;
+  host::setDnnlEnabled(true);
+  const int64_t N = 2, C = 16, M = 16, H = 14, W = 14;
+  auto g = New<ExpressionGraph>();
+  g->setDevice({0, DeviceType::cpu});
+  std::vector<float> xv(size_t(N * C * H * W), 0.5f), dyv(size_t(N * M * H * W), 0.25f);
+  xv[0] = std::numeric_limits<float>::infinity();  // x[0, 0, 0, 0]: reached by the taps (0..1, 0..1) only
+  Expr x = g->input("x", Shape({N, C, H, W}), Type::float32);
+  x->bind(TensorBase::fromVector<float>(Shape({N, C, H, W}), xv));
+  Expr dy = g->input("dy", Shape({N, M, H, W}), Type::float32);
+  dy->bind(TensorBase::fromVector<float>(Shape({N, M, H, W}), dyv));
+  ConvOptions o;
+  o.strides = {1, 1};
+  o.dilations = {1, 1};
+  o.pads = {1, 1, 1, 1};
+  Expr dw = conv_grad_weight(x, dy, {3, 3}, o);
+  const uint64_t before = ops::convGradWeightGridRuns();
+  g->forward();
+  EXPECT_EQ(ops::convGradWeightGridRuns(), before);
+  std::vector<float> got = dw->val()->toVector<float>();
+  // Tap (0, 0) reaches x[0, 0, 0, 0] (from dy[0, m, 1, 1]); tap (2, 2) pairs
+  // dy[oh, ow] with x[oh + 1, ow + 1], never it.
+  for(int64_t m = 0; m < M; ++m) {
+    EXPECT_TRUE(std::isinf(got[size_t(m * C * 9)])) << "m " << m;
+    EXPECT_FLOAT_EQ(got[size_t(m * C * 9 + 8)], float(N * (H - 1) * (W - 1)) * 0.125f) << "m " << m;
   }
 }
 
