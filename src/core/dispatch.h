@@ -8,9 +8,27 @@
 #include <type_traits>
 
 #include <onyx/core/error.h>
+#include <onyx/core/hd.h>
 #include <onyx/core/types.h>
 
 namespace onyx {
+
+// r in integer type I (not bool), defined everywhere: NaN gives 0, values at
+// or past the type's ends give those ends (a plain cast is undefined there).
+// The one place for host and device code (castFromDouble, the GPU resize's
+// store, Shrink).
+template <class I>
+ONYX_HD I saturateToInt(double r) {
+  static_assert(std::is_integral<I>::value && !std::is_same<I, bool>::value, "saturateToInt: an integer type");
+  using U = std::make_unsigned_t<I>;
+  constexpr bool isSigned = I(-1) < I(0);
+  constexpr I hi = isSigned ? I(U(~U(0)) >> 1) : I(~U(0));
+  constexpr I lo = isSigned ? I(-hi - 1) : I(0);
+  if(!(r == r)) return I(0);
+  if(r <= static_cast<double>(lo)) return lo;
+  if(r >= static_cast<double>(hi)) return hi;
+  return static_cast<I>(r);
+}
 
 template <class T>
 struct TypeTag { using type = T; };
@@ -22,10 +40,7 @@ T castFromDouble(double v) {
   if constexpr(std::is_same<T, bool>::value) {
     return v != 0;
   } else if constexpr(std::is_integral<T>::value) {
-    if(std::isnan(v)) return 0;
-    if(v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-    if(v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
+    return saturateToInt<T>(v);
   } else {
     return static_cast<T>(static_cast<typename ComputeOf<T>::type>(v));
   }

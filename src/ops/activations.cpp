@@ -548,16 +548,8 @@ struct ShrinkOf {
   // saturates, where the plain cast was undefined (found by the fuzzer).
   template <class V>
   static ONYX_HD V toV(double r) {
-    if constexpr(std::is_integral<V>::value && !std::is_same<V, bool>::value) {
-      using U = std::make_unsigned_t<V>;
-      constexpr bool sgn = V(-1) < V(0);
-      constexpr V hi = sgn ? V(U(~U(0)) >> 1) : V(~U(0));
-      constexpr V lo = sgn ? V(-hi - 1) : V(0);
-      if(!(r == r)) return V(0);
-      if(r <= static_cast<double>(lo)) return lo;
-      if(r >= static_cast<double>(hi)) return hi;
-    }
-    return static_cast<V>(r);
+    if constexpr(std::is_integral<V>::value && !std::is_same<V, bool>::value) return saturateToInt<V>(r);
+    else return static_cast<V>(r);
   }
 };
 }  // namespace

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
+#include <onyx/core/dispatch.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -178,6 +180,28 @@ TEST(Tensor, GetSetConvert) {
   auto b = TensorBase::create({2}, Type::boolean);
   b->set(std::vector<bool>{true, false});
   EXPECT_EQ(b->toVector<int>(), (std::vector<int>{1, 0}));
+}
+
+// The one saturating cast from double (host and device code share it):
+// NaN is 0, the type's ends and beyond give the ends, the rest truncates.
+TEST(Dispatch, SaturateToIntAtTheEnds) {
+  const double nan = std::nan("");
+  EXPECT_EQ(saturateToInt<int64_t>(9223372036854775808.0), INT64_MAX);  // 2^63: one past the end
+  EXPECT_EQ(saturateToInt<int64_t>(-9223372036854775808.0), INT64_MIN);
+  EXPECT_EQ(saturateToInt<int64_t>(9223372036854774784.0), int64_t(9223372036854774784));  // the largest double below 2^63
+  EXPECT_EQ(saturateToInt<uint64_t>(1.8446744073709552e19), UINT64_MAX);
+  EXPECT_EQ(saturateToInt<uint64_t>(-1.0), uint64_t(0));
+  EXPECT_EQ(saturateToInt<int8_t>(127.9), int8_t(127));
+  EXPECT_EQ(saturateToInt<int8_t>(-128.5), int8_t(-128));
+  EXPECT_EQ(saturateToInt<int8_t>(-127.9), int8_t(-127));
+  EXPECT_EQ(saturateToInt<uint16_t>(65535.5), uint16_t(65535));
+  EXPECT_EQ(saturateToInt<int32_t>(-1e300), INT32_MIN);
+  for(double v : {nan, -nan}) {
+    EXPECT_EQ(saturateToInt<int32_t>(v), 0);
+    EXPECT_EQ(saturateToInt<uint8_t>(v), 0);
+    EXPECT_EQ(castFromDouble<int64_t>(v), 0);
+  }
+  EXPECT_EQ(castFromDouble<int16_t>(1e9), int16_t(32767));
 }
 
 TEST(Tensor, DebugShowsStats) {

@@ -8,11 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#ifdef __CUDACC__
-#define ONYX_HD __host__ __device__ inline
-#else
-#define ONYX_HD inline
-#endif
+#include <onyx/core/hd.h>
 
 namespace onyx {
 namespace functional {

@@ -3,7 +3,6 @@
 // same sums in the same order as its applyAxis / applyAxisAdjoint, so the
 // same bits. The adjoint gathers (each input element sums the (output,
 // tap) pairs listed for it, in the CPU's order of additions): no atomics.
-#include <cuda/std/limits>
 
 #include <onyx/backend/cuda/kernels.h>
 
@@ -72,12 +71,7 @@ struct FromDoubleBody {
   __device__ void operator()(int64_t i) const {
     const double v = src[i];
     if constexpr(std::is_integral<T>::value) {
-      const double r = nearbyint(v);
-      using L = ::cuda::std::numeric_limits<T>;
-      if(r != r) dst[i] = T(0);
-      else if(r <= static_cast<double>(L::lowest())) dst[i] = L::lowest();
-      else if(r >= static_cast<double>(L::max())) dst[i] = L::max();
-      else dst[i] = static_cast<T>(r);
+      dst[i] = saturateToInt<T>(nearbyint(v));
     } else {
       storeDev(dst, i, v);
     }
