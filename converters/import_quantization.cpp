@@ -5,7 +5,8 @@
 // QLinearMatMul;
 // and the com.microsoft ops onnxruntime's quantizer writes in QOperator
 // models (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-// QLinearGlobalAveragePool, QLinearConcat, QGemm, DynamicQuantizeMatMul):
+// QLinearGlobalAveragePool, QLinearAveragePool, QLinearSoftmax,
+// QLinearWhere, QLinearConcat, QGemm, DynamicQuantizeMatMul):
 // dequantize, compute in float, quantize, with the semantics of
 // onnxruntime's contrib-op documentation. (QLinearConv is the registry op
 // qlinear_conv, src/ops/quantized.cpp, and MatMulIntegerToFloat's common
@@ -20,6 +21,8 @@
 #include <onyx/ops/kernel_helpers.h>
 #include <onyx/ops/layout.h>
 #include <onyx/ops/linalg.h>
+#include <onyx/ops/nn.h>
+#include <onyx/ops/pooling.h>
 #include <onyx/ops/quant.h>
 #include <onyx/ops/quantized.h>
 #include <onyx/ops/reduce.h>
@@ -175,6 +178,49 @@ void importQLinearGlobalAveragePool(OnnxImportCtx& c) {
   c.setOutput(0, requantized(c, mean(x, axes, true), 3, c.input(0)->value_type()));
 }
 
+// QLinearAveragePool (X, x_scale, x_zp, y_scale, y_zp): AveragePool's
+// attributes, channels_last (X and Y [N, spatial.., C]).
+void importQLinearAveragePool(OnnxImportCtx& c) {
+  Expr x = dequantized(c, 0, "X");
+  const int r = x->shape().rank();
+  c.check(r >= 3, "X of shape ", x->shape(), " must have a batch, a channel and spatial dims");
+  const bool last = c.attrInt("channels_last", 0) != 0;
+  std::vector<int> toFirst{0, r - 1}, toLast{0};
+  for(int i = 1; i < r - 1; ++i) toFirst.push_back(i);
+  for(int i = 2; i < r; ++i) toLast.push_back(i);
+  toLast.push_back(1);
+  if(last) x = transpose(x, toFirst);
+  PoolOptions o;
+  std::vector<int64_t> k = importPool(c, x, o);
+  o.countIncludePad = c.attrInt("count_include_pad", 0) != 0;
+  Expr y = average_pool(x, k, o);
+  if(last) y = transpose(y, toLast);
+  c.setOutput(0, requantized(c, y, 3, c.input(0)->value_type()));
+}
+
+// QLinearSoftmax (X, X_scale, x_zp, y_scale, y_zp), axis (default -1) and
+// opset, the replaced Softmax's: before 13 the input is viewed as 2-D
+// [d0*..*d(axis-1), d(axis)*..] and the softmax runs along the second dim.
+void importQLinearSoftmax(OnnxImportCtx& c) {
+  Expr x = dequantized(c, 0, "X");
+  const int r = x->shape().rank();
+  c.check(r >= 1, "X must have rank >= 1, got a scalar");
+  c.check(c.hasAttr("opset"), "needs the opset attribute (the replaced Softmax's opset)");
+  const int axis = c.axis(c.attrInt("axis", -1), r);
+  Expr y = c.attrInt("opset", 13) < 13 ? reshape(softmax(flatten(x, axis), -1), x->shape()) : softmax(x, axis);
+  c.setOutput(0, requantized(c, y, 3, c.input(0)->value_type()));
+}
+
+// QLinearWhere (condition, X, x_scale, x_zp, Y, y_scale, y_zp, z_scale, z_zp).
+void importQLinearWhere(OnnxImportCtx& c) {
+  Expr cond = c.input(0);
+  c.check(cond->value_type() == Type::boolean, "condition has element type ", cond->value_type(), ", not bool");
+  Expr x = dequantized(c, 1, "X"), y = dequantized(c, 4, "Y");
+  c.check(c.input(1)->value_type() == c.input(4)->value_type(), "X (", c.input(1)->value_type(), ") and Y (",
+          c.input(4)->value_type(), ") must have one element type");
+  c.setOutput(0, requantized(c, where(cond, x, y), 7, c.input(1)->value_type()));
+}
+
 // QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per input), axis.
 void importQLinearConcat(OnnxImportCtx& c) {
   c.check(c.numInputs() >= 5 && (c.numInputs() - 2) % 3 == 0, "takes Y_scale, Y_zero_point and a triple (X, ",
@@ -296,6 +342,9 @@ ONYX_MS_IMPORT(kQLinearSigmoidImport, "QLinearSigmoid", importQLinearSigmoid);
 ONYX_MS_IMPORT(kQLinearLeakyReluImport, "QLinearLeakyRelu", importQLinearLeakyRelu);
 ONYX_MS_IMPORT(kQLinearGlobalAveragePoolImport, "QLinearGlobalAveragePool", importQLinearGlobalAveragePool);
 ONYX_MS_IMPORT(kQLinearConcatImport, "QLinearConcat", importQLinearConcat);
+ONYX_MS_IMPORT(kQLinearAveragePoolImport, "QLinearAveragePool", importQLinearAveragePool);
+ONYX_MS_IMPORT(kQLinearSoftmaxImport, "QLinearSoftmax", importQLinearSoftmax);
+ONYX_MS_IMPORT(kQLinearWhereImport, "QLinearWhere", importQLinearWhere);
 ONYX_MS_IMPORT(kQGemmImport, "QGemm", importQGemm);
 ONYX_MS_IMPORT(kDynamicQuantizeMatMulImport, "DynamicQuantizeMatMul", importDynamicQuantizeMatMul);
 ONYX_MS_IMPORT(kMatMulIntegerToFloatImport, "MatMulIntegerToFloat", importMatMulIntegerToFloat);

@@ -455,6 +455,37 @@ def contrib_cases():
                                 domain="com.microsoft", channels_last=0)
         cases[f"QLinearGlobalAveragePool_{name}"] = (ms_model([node], [vi("a", t, a.shape)], [vi("y", t, None)], inits),
                                                      {"a": a})
+        # QLinearAveragePool: pads, strides, ceil mode, padding counted or
+        # not; NCHW and channels last. (Not channels last with padding
+        # counted and ceil mode: there onnxruntime 1.31's NHWC kernel divides
+        # the window that ceil mode adds past the pads by another count than
+        # its NCHW kernel and its own AveragePool do, up to 31 units apart;
+        # Onyx follows AveragePool.)
+        for last in (0, 1):
+            for include in (0, 1):
+                inits = q_inits("x", 0.05, zp + 3, t) + q_inits("y", 0.03, zp - 1, t)
+                node = helper.make_node("QLinearAveragePool", ["a", "x_s", "x_z", "y_s", "y_z"], ["y"],
+                                        domain="com.microsoft", kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1],
+                                        ceil_mode=0 if last and include else 1, count_include_pad=include,
+                                        channels_last=last)
+                cases[f"QLinearAveragePool_{name}_last{last}_pad{include}"] = (
+                    ms_model([node], [vi("a", t, a.shape)], [vi("y", t, None)], inits), {"a": a})
+        # QLinearSoftmax: along the last axis (opset 13), and opset 11's
+        # softmax over the flattened dims from axis 2 on.
+        for axis, opset in ((-1, 13), (2, 11), (1, 13)):
+            inits = q_inits("x", 0.08, zp + 3, t) + q_inits("y", 1 / 256, np.iinfo(t).min, t)
+            node = helper.make_node("QLinearSoftmax", ["a", "x_s", "x_z", "y_s", "y_z"], ["y"], domain="com.microsoft",
+                                    axis=axis, opset=opset)
+            cases[f"QLinearSoftmax_{name}_axis{axis}_opset{opset}"] = (
+                ms_model([node], [vi("a", t, a.shape)], [vi("y", t, None)], inits), {"a": a})
+        # QLinearWhere: a broadcast condition.
+        cond = rng.integers(0, 2, (1, 8, 1, 5)).astype(bool)
+        inits = (q_inits("x", 0.05, zp + 3, t) + q_inits("w", 0.03, zp - 7, t) + q_inits("z", 0.06, zp + 1, t) +
+                 [numpy_helper.from_array(cond, "cond")])
+        node = helper.make_node("QLinearWhere", ["cond", "a", "x_s", "x_z", "b", "w_s", "w_z", "z_s", "z_z"], ["y"],
+                                domain="com.microsoft")
+        cases[f"QLinearWhere_{name}"] = (ms_model([node], [vi("a", t, a.shape), vi("b", t, b.shape)],
+                                                  [vi("y", t, None)], inits), {"a": a, "b": b})
         inits = q_inits("y", 0.06, zp, t) + q_inits("a", 0.05, zp + 3, t) + q_inits("b", 0.07, zp - 2, t)
         node = helper.make_node("QLinearConcat", ["y_s", "y_z", "a", "a_s", "a_z", "b", "b_s", "b_z"], ["y"],
                                 domain="com.microsoft", axis=1)
@@ -532,6 +563,22 @@ def test_contrib_op_matches_onnxruntime(tmp_path, name):
     else:
         d = np.abs(got.astype(int) - want.astype(int))
         assert d.max() <= 1 and (d > 0).mean() <= 0.05, f"max {d.max()}, {(d > 0).mean():.1%} differ"
+
+
+def test_qlinear_softmax_without_its_opset_is_a_clear_error(tmp_path):
+    """QLinearSoftmax's semantics depend on the replaced Softmax's opset: a
+    node without it is rejected, naming the node and the attribute."""
+    inits = q_inits("x", 0.08, 3, np.int8) + q_inits("y", 1 / 256, -128, np.int8)
+    node = helper.make_node("QLinearSoftmax", ["a", "x_s", "x_z", "y_s", "y_z"], ["y"], domain="com.microsoft",
+                            name="sm")
+    path = save(ms_model([node], [vi("a", np.int8, (2, 5))], [vi("y", np.int8, None)], inits), tmp_path / "m.onnx")
+    np.save(tmp_path / "a.npy", np.zeros((2, 5), np.int8))
+    r = subprocess.run([tool("onnx-run"), str(path), "--input", f"a={tmp_path / 'a.npy'}"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0
+    err = r.stderr.strip()
+    assert "sm" in err and "QLinearSoftmax" in err and "opset attribute" in err, err
+    assert len(err.splitlines()) == 1, err
 
 
 # --------------------------------------------------------- real architectures
