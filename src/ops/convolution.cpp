@@ -422,25 +422,29 @@ bool convGradWeightGemm(KernelCtx& c, const ConvDims& cd) {
   return true;
 }
 
-// The weight gradient of a dense float32 stride-1 convolution as one GEMM
-// per tap over a padded grid, without im2col. A block of samples' x is laid
-// out [C, samples x grid], each sample on a grid of (img + begin pad) per
-// spatial dim with x at the pad's end (zeros before it), and dy [M, samples
-// x grid] at the grid's start (zeros past its positions). A tap is then
-// one offset into x's rows: dW[:, :, tap] += dy . x[:, off_tap ..]^T sums
-// every product of a dy position and the x the tap reaches, or a zero: an
-// index past a dim's end carries into the next grid row's begin pad, which
-//   pos + (k - 1) dilation <= img + 2 begin pad,   pos <= img + begin pad
-// (per dim) guarantee, and dy's zeros meet the rest. Where the grid is at
-// most 30 % larger than the positions (ResNet's 3x3 pad-1 images of 14x14
-// and more: 15 % at 14x14, 4 % at 56x56) this beats oneDNN 2.6's AVX2
-// backward-weights kernel (see convGradWeightGemm): ResNet-18's training
-// step, batch 32, 2 threads of a Zen 3 EPYC, the same run: 56x56 and 28x28
-// gradients 83-107 -> 51-63 ms each, 14x14 74-77 -> 57-64. The rows of M
-// are split over the threads (each row summed in one order, whatever the
-// thread count). dy's zeros also meet x values, so an infinite or NaN x
-// (0 * inf) would make taps NaN that it does not reach: such an x goes to
-// oneDNN instead. ONYX_CONV_GW_GRID=0 turns this path off.
+// The weight gradient of a dense float32 convolution as one GEMM per tap
+// over a padded grid, without im2col. Along a dim of stride s, tap t reads
+// x at o s + t d - pb = s (o + q_t) + ph_t (0 <= ph_t < s): phase image ph
+// (x[s i + ph], i < L_ph) at o + q_t. A block of samples' x is laid out per
+// phase [C, samples x grid], each phase image on a grid of R per dim at
+// digit i + B (B = -min q: zeros before it, and after it), and dy [M,
+// samples x grid] at digit o (zeros past its positions). A tap is then one
+// offset (q_t + B per dim) into its phase's rows: dW[:, :, tap] += dy .
+// xph[:, off_tap ..]^T sums every product of a dy position and the x the tap
+// reaches, or a zero. R = B + max(L, pos + max q) keeps every digit inside
+// its dim; at stride 1 R = img + pb is enough where
+//   pos + (k - 1) dilation <= img + 2 pb,   pos <= img + pb
+// (an index past the dim's end carries into the next grid row's begin pad).
+// Where the grid is at most 30 % larger than the positions (ResNet's 3x3
+// convolutions of images 14x14 and more, stride 1 or 2: 15 % at 14x14, 4 %
+// at 56x56) this beats oneDNN 2.6's AVX2 backward-weights kernel (see
+// convGradWeightGemm): ResNet-18's training step, batch 32, 2 threads of a
+// Zen 3 EPYC, the same run: stride-1 56x56 and 28x28 gradients 83-107 ->
+// 51-63 ms each, 14x14 74-77 -> 57-64. The rows of M are split over the
+// threads (each row summed in one order, whatever the thread count). dy's
+// zeros also meet x values, so an infinite or NaN x (0 * inf) would make
+// taps NaN that it does not reach: such an x goes to oneDNN instead.
+// ONYX_CONV_GW_GRID=0 turns this path off.
 std::atomic<uint64_t> gGradWeightGridRuns{0};
 
 bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
@@ -448,28 +452,51 @@ bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
     const char* v = std::getenv("ONYX_CONV_GW_GRID");
     return !(v && std::string(v) == "0");
   }();
-  if(!enabled || (c.bf16() && host::dnnlHasBf16()) || cd.G != 1 || cd.direct || cd.M < 16 || cd.C < 16)
-    return false;
   const Geom& g = cd.g;
-  int64_t rad[3], gsz = 1;  // the grid's dims and size
+  if(!enabled || (c.bf16() && host::dnnlHasBf16()) || cd.G != 1 || cd.direct || cd.M < 16 || cd.C < 16 ||
+     g.kSize < 2)
+    return false;
+  // Per dim: the grid's size R, the phase images' begin pad B and longest
+  // length L, and per tap along it its phase and grid offset.
+  int64_t R[3], B[3], L[3], gsz = 1, phases = 1;
+  std::vector<int64_t> tapPh[3], tapOff[3];
   for(int d = 0; d < 3; ++d) {
-    rad[d] = g.img[d] + g.pb[d];
-    if(g.s[d] != 1 || g.pos[d] > rad[d] || g.pos[d] + (g.k[d] - 1) * g.d[d] > g.img[d] + 2 * g.pb[d]) return false;
-    gsz *= rad[d];
+    const int64_t s = g.s[d];
+    int64_t qmin = 0, qmax = 0;
+    for(int64_t t = 0; t < g.k[d]; ++t) {
+      const int64_t u = t * g.d[d] - g.pb[d];
+      const int64_t q = u >= 0 ? u / s : -((-u + s - 1) / s);  // floor(u / s)
+      tapPh[d].push_back(u - q * s);
+      tapOff[d].push_back(q);
+      qmin = t == 0 ? q : std::min(qmin, q);
+      qmax = t == 0 ? q : std::max(qmax, q);
+    }
+    B[d] = std::max<int64_t>(0, -qmin);
+    L[d] = (g.img[d] + s - 1) / s;
+    const bool wraps = s == 1 && g.pos[d] <= g.img[d] + g.pb[d] &&
+                       g.pos[d] + (g.k[d] - 1) * g.d[d] <= g.img[d] + 2 * g.pb[d];
+    R[d] = wraps ? g.img[d] + g.pb[d] : B[d] + std::max(L[d], g.pos[d] + qmax);
+    for(int64_t& q : tapOff[d]) q += B[d];
+    gsz *= R[d];
+    phases *= s;
   }
   const int64_t N = cd.N, M = cd.M, C = cd.C, P = cd.P, taps = g.kSize;
   if(gsz * 10 > P * 13) return false;
-  std::vector<int64_t> off(static_cast<size_t>(taps));
+  std::vector<int64_t> off(static_cast<size_t>(taps)), ph(static_cast<size_t>(taps));
+  std::vector<char> used(static_cast<size_t>(phases), 0);
+  int64_t tail = 0;  // zeros after the last grid (the largest offset)
   for(int64_t t = 0; t < taps; ++t) {
-    const int64_t t2 = t % g.k[2], t1 = (t / g.k[2]) % g.k[1], t0 = t / (g.k[2] * g.k[1]);
-    off[size_t(t)] = (t0 * g.d[0] * rad[1] + t1 * g.d[1]) * rad[2] + t2 * g.d[2];
+    const size_t t2 = size_t(t % g.k[2]), t1 = size_t((t / g.k[2]) % g.k[1]), t0 = size_t(t / (g.k[2] * g.k[1]));
+    off[size_t(t)] = (tapOff[0][t0] * R[1] + tapOff[1][t1]) * R[2] + tapOff[2][t2];
+    ph[size_t(t)] = (tapPh[0][t0] * g.s[1] + tapPh[1][t1]) * g.s[2] + tapPh[2][t2];
+    used[size_t(ph[size_t(t)])] = 1;
+    tail = std::max(tail, off[size_t(t)]);
   }
-  const int64_t tail = off.back();  // zeros after the last grid (the largest offset)
   // Samples per block: the block's x and dy about 4 MiB together (the taps'
   // GEMMs read them 'taps' times).
   const int64_t nb = std::min(N, std::max<int64_t>(1, (int64_t(1) << 20) / ((M + C) * gsz)));
-  const int64_t ldy = nb * gsz, ldx = ldy + tail, rows = rad[0] * rad[1];  // rows of rad[2]
-  Tensor xgT = c.scratch(Shape({C, ldx}), Type::float32);
+  const int64_t ldy = nb * gsz, ldx = ldy + tail, rows = R[0] * R[1];  // rows of R[2]
+  Tensor xgT = c.scratch(Shape({phases, C, ldx}), Type::float32);
   Tensor dygT = c.scratch(Shape({M, ldy}), Type::float32);
   Tensor dwtT = c.scratch(Shape({taps, M, C}), Type::float32);
   float* xg = xgT->data<float>();
@@ -481,28 +508,36 @@ bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
   for(int64_t n0 = 0; n0 < N; n0 += nb) {
     const int64_t b = std::min(nb, N - n0), k = b * gsz;
     std::atomic<bool> finite{true};
-    host::parallelFor(C, C * ldx, [&](int64_t lo, int64_t hi) {
+    // x's phase images on their grids: (phase, channel) rows in parallel.
+    host::parallelFor(phases * C, phases * C * ldx, [&](int64_t lo, int64_t hi) {
       uint32_t bad = 0;
-      for(int64_t ch = lo; ch < hi; ++ch) {
-        float* dst = xg + ch * ldx;
+      for(int64_t pc = lo; pc < hi; ++pc) {
+        const int64_t p = pc / C, ch = pc % C;
+        if(!used[size_t(p)]) continue;
+        const int64_t p2 = p % g.s[2], p1 = (p / g.s[2]) % g.s[1], p0 = p / (g.s[2] * g.s[1]);
+        const int64_t len2 = (g.img[2] - p2 + g.s[2] - 1) / g.s[2];
+        float* dst = xg + pc * ldx;
         for(int64_t j = 0; j < b; ++j) {
           const float* src = x + ((n0 + j) * C + ch) * g.imgSize;
           for(int64_t r = 0; r < rows; ++r) {
-            const int64_t i0 = r / rad[1] - g.pb[0], i1 = r % rad[1] - g.pb[1];
-            float* row = dst + j * gsz + r * rad[2];
-            if(i0 < 0 || i1 < 0) {
-              std::fill(row, row + rad[2], 0.f);
+            // the x row of grid row r: i0 = s0 (r0 - B0) + p0, likewise i1
+            const int64_t i0 = (r / R[1] - B[0]) * g.s[0] + p0, i1 = (r % R[1] - B[1]) * g.s[1] + p1;
+            float* row = dst + j * gsz + r * R[2];
+            if(r / R[1] < B[0] || r % R[1] < B[1] || i0 >= g.img[0] || i1 >= g.img[1]) {
+              std::fill(row, row + R[2], 0.f);
               continue;
             }
-            std::fill(row, row + g.pb[2], 0.f);
-            const float* in = src + (i0 * g.img[1] + i1) * g.img[2];
-            float* out = row + g.pb[2];
-            for(int64_t i = 0; i < g.img[2]; ++i) {  // (an exponent of all ones: infinite or NaN)
+            std::fill(row, row + B[2], 0.f);
+            const float* in = src + (i0 * g.img[1] + i1) * g.img[2] + p2;
+            float* out = row + B[2];
+            const int64_t st = g.s[2];
+            for(int64_t i = 0; i < len2; ++i) {  // (an exponent of all ones: infinite or NaN)
               uint32_t u;
-              std::memcpy(&u, in + i, sizeof u);
+              std::memcpy(&u, in + i * st, sizeof u);
               bad |= uint32_t((u & 0x7f800000u) == 0x7f800000u);
-              out[i] = in[i];
+              out[i] = in[i * st];
             }
+            std::fill(out + len2, row + R[2], 0.f);
           }
         }
         std::fill(dst + k, dst + k + tail, 0.f);
@@ -515,25 +550,26 @@ bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
         for(int64_t j = 0; j < b; ++j) {
           const float* src = dy + ((n0 + j) * M + m) * P;
           for(int64_t r = 0; r < rows; ++r) {
-            const int64_t o0 = r / rad[1], o1 = r % rad[1];
-            float* row = dyg + m * ldy + j * gsz + r * rad[2];
+            const int64_t o0 = r / R[1], o1 = r % R[1];
+            float* row = dyg + m * ldy + j * gsz + r * R[2];
             if(o0 >= g.pos[0] || o1 >= g.pos[1]) {
-              std::fill(row, row + rad[2], 0.f);
+              std::fill(row, row + R[2], 0.f);
               continue;
             }
             std::memcpy(row, src + (o0 * g.pos[1] + o1) * g.pos[2], size_t(g.pos[2]) * sizeof(float));
-            std::fill(row + g.pos[2], row + rad[2], 0.f);
+            std::fill(row + g.pos[2], row + R[2], 0.f);
           }
         }
     });
-    // dWt[tap] [M, C] (+)= dy [M, k] x[:, off ..]^T; each thread its rows of M
-    // (a GEMM inside a parallel region runs on its calling thread).
+    // dWt[tap] [M, C] (+)= dy [M, k] xph[:, off ..]^T; each thread its rows of
+    // M (a GEMM inside a parallel region runs on its calling thread).
     host::parallelFor(threads, int64_t(1) << 40, [&](int64_t lo, int64_t hi) {
       for(int64_t t = lo; t < hi; ++t) {
         const int64_t m0 = M * t / threads, m1 = M * (t + 1) / threads;
         for(int64_t tap = 0; tap < taps; ++tap)
-          host::gemm<float>(false, true, m1 - m0, C, k, 1.0, dyg + m0 * ldy, ldy, xg + off[size_t(tap)], ldx,
-                            n0 == 0 ? 0.0 : 1.0, dwt + (tap * M + m0) * C, C);
+          host::gemm<float>(false, true, m1 - m0, C, k, 1.0, dyg + m0 * ldy, ldy,
+                            xg + ph[size_t(tap)] * C * ldx + off[size_t(tap)], ldx, n0 == 0 ? 0.0 : 1.0,
+                            dwt + (tap * M + m0) * C, C);
       }
     });
   }

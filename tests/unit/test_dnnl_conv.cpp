@@ -390,11 +390,11 @@ TEST(DnnlConv, GradWeightOfSmallImagesMatchesThePortableKernel) {
     expectPathMatchesThePortableKernel(cases[i], uint32_t(100 + i), ops::convGradWeightGemmRuns);
 }
 
-// Stride-1 weight gradients of 16 or more channels each way run as one GEMM
-// per tap over a padded grid (ops/convolution.cpp, convGradWeightGrid):
-// the geometries its rule admits (end pads smaller than the begin ones, no
-// pads, dilation, 1-D and 3-D, two blocks of samples; grids at most 30 %
-// larger than the images), against the portable kernel.
+// Weight gradients of 16 or more channels each way run as one GEMM per tap
+// over a padded grid (ops/convolution.cpp, convGradWeightGrid): the
+// geometries its rule admits (end pads smaller than the begin ones, no
+// pads, dilation, strides, 1-D and 3-D, two blocks of samples; grids at
+// most 30 % larger than the images), against the portable kernel.
 TEST(DnnlConv, GradWeightOnAGridMatchesThePortableKernel) {
   EnabledGuard guard;
   const std::vector<Case> cases{
@@ -403,7 +403,14 @@ TEST(DnnlConv, GradWeightOnAGridMatchesThePortableKernel) {
       gradWeightCase(2, 2, 17, 20, {40, 45}, {5, 3}, {1, 1}, {2, 1}, {4, 2, 3, 0}),     // dilation, uneven pads
       gradWeightCase(2, 2, 16, 16, {20, 21}, {3, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}),     // no pads
       gradWeightCase(1, 3, 16, 32, {60}, {7}, {1}, {1}, {3, 3}),                        // 1-D
-      gradWeightCase(3, 2, 16, 16, {12, 12, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1})};  // 3-D
+      gradWeightCase(3, 2, 16, 16, {12, 12, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}),  // 3-D
+      // Strides: phase images per dim.
+      gradWeightCase(2, 3, 16, 24, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}),     // ResNet's downsampling 3x3
+      gradWeightCase(2, 2, 16, 16, {27, 25}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}),     // odd images: short phases
+      gradWeightCase(2, 2, 16, 20, {30, 29}, {3, 3}, {3, 3}, {2, 2}, {2, 2, 1, 1}),     // stride 3, dilation, uneven pads
+      gradWeightCase(2, 2, 17, 16, {20, 30}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}),     // stride 2 by 1
+      gradWeightCase(2, 3, 16, 16, {16, 16}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}),     // patches: no zeros at all
+      gradWeightCase(1, 3, 16, 32, {64}, {5}, {2}, {1}, {2, 2})};                       // 1-D stride 2
   for(size_t i = 0; i < cases.size(); ++i)
     expectPathMatchesThePortableKernel(cases[i], uint32_t(200 + i), ops::convGradWeightGridRuns);
 }
