@@ -462,6 +462,9 @@ bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
   std::vector<int64_t> tapPh[3], tapOff[3];
   for(int d = 0; d < 3; ++d) {
     const int64_t s = g.s[d];
+    // (a stride past the kernel skips x: phases no tap reads, left to oneDNN;
+    // this also bounds the phases by the taps)
+    if(s > g.k[d]) return false;
     int64_t qmin = 0, qmax = 0;
     for(int64_t t = 0; t < g.k[d]; ++t) {
       const int64_t u = t * g.d[d] - g.pb[d];
@@ -492,9 +495,9 @@ bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
     used[size_t(ph[size_t(t)])] = 1;
     tail = std::max(tail, off[size_t(t)]);
   }
-  // Samples per block: the block's x and dy about 4 MiB together (the taps'
-  // GEMMs read them 'taps' times).
-  const int64_t nb = std::min(N, std::max<int64_t>(1, (int64_t(1) << 20) / ((M + C) * gsz)));
+  // Samples per block: the block's x (all its phases) and dy about 4 MiB
+  // together (the taps' GEMMs read them 'taps' times).
+  const int64_t nb = std::min(N, std::max<int64_t>(1, (int64_t(1) << 20) / ((M + phases * C) * gsz)));
   const int64_t ldy = nb * gsz, ldx = ldy + tail, rows = R[0] * R[1];  // rows of R[2]
   Tensor xgT = c.scratch(Shape({phases, C, ldx}), Type::float32);
   Tensor dygT = c.scratch(Shape({M, ldy}), Type::float32);

@@ -390,6 +390,8 @@ TEST(DnnlConv, GradWeightOfSmallImagesMatchesThePortableKernel) {
     expectPathMatchesThePortableKernel(cases[i], uint32_t(100 + i), ops::convGradWeightGemmRuns);
 }
 
+void expectPortableResult(const Case& c, uint32_t seed);  // (below)
+
 // Weight gradients of 16 or more channels each way run as one GEMM per tap
 // over a padded grid (ops/convolution.cpp, convGradWeightGrid): the
 // geometries its rule admits (end pads smaller than the begin ones, no
@@ -413,6 +415,12 @@ TEST(DnnlConv, GradWeightOnAGridMatchesThePortableKernel) {
       gradWeightCase(1, 3, 16, 32, {64}, {5}, {2}, {1}, {2, 2})};                       // 1-D stride 2
   for(size_t i = 0; i < cases.size(); ++i)
     expectPathMatchesThePortableKernel(cases[i], uint32_t(200 + i), ops::convGradWeightGridRuns);
+  // A stride past the kernel (x it never reads; phases no tap uses) stays
+  // with oneDNN.
+  const Case skip = gradWeightCase(2, 2, 16, 16, {30, 30}, {2, 2}, {3, 3}, {1, 1}, {0, 0, 0, 0});
+  const uint64_t before = ops::convGradWeightGridRuns();
+  expectPortableResult(skip, 300);
+  EXPECT_EQ(ops::convGradWeightGridRuns(), before) << skip.describe();
 }
 
 // The grid's dy zeros meet x values: an infinite x goes to oneDNN, whose
