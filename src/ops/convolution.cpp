@@ -479,6 +479,10 @@ bool convGradWeightGrid(KernelCtx& c, const ConvDims& cd) {
     const bool wraps = s == 1 && g.pos[d] <= g.img[d] + g.pb[d] &&
                        g.pos[d] + (g.k[d] - 1) * g.d[d] <= g.img[d] + 2 * g.pb[d];
     R[d] = wraps ? g.img[d] + g.pb[d] : B[d] + std::max(L[d], g.pos[d] + qmax);
+    // R >= pos: a dim more than 30 % larger makes the grid so (checked per
+    // dim, without products, before gsz: huge pads and dilations that cancel
+    // in pos would overflow them)
+    if(R[d] - g.pos[d] > g.pos[d] * 3 / 10) return false;
     for(int64_t& q : tapOff[d]) q += B[d];
     gsz *= R[d];
     phases *= s;

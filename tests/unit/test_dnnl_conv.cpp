@@ -416,11 +416,17 @@ TEST(DnnlConv, GradWeightOnAGridMatchesThePortableKernel) {
   for(size_t i = 0; i < cases.size(); ++i)
     expectPathMatchesThePortableKernel(cases[i], uint32_t(200 + i), ops::convGradWeightGridRuns);
   // A stride past the kernel (x it never reads; phases no tap uses) stays
-  // with oneDNN.
-  const Case skip = gradWeightCase(2, 2, 16, 16, {30, 30}, {2, 2}, {3, 3}, {1, 1}, {0, 0, 0, 0});
-  const uint64_t before = ops::convGradWeightGridRuns();
-  expectPortableResult(skip, 300);
-  EXPECT_EQ(ops::convGradWeightGridRuns(), before) << skip.describe();
+  // off the grid.
+  // So do pads and dilations of 2^31 that cancel in the positions (a 3-D
+  // grid of 2^93 would overflow its size).
+  const int64_t big = int64_t(1) << 31;
+  for(const Case& skip : {gradWeightCase(2, 2, 16, 16, {30, 30}, {2, 2}, {3, 3}, {1, 1}, {0, 0, 0, 0}),
+                          gradWeightCase(3, 1, 16, 16, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {big, big, big},
+                                         {big, big, big, big, big, big})}) {
+    const uint64_t before = ops::convGradWeightGridRuns();
+    expectPortableResult(skip, 300);
+    EXPECT_EQ(ops::convGradWeightGridRuns(), before) << skip.describe();
+  }
 }
 
 // The grid's dy zeros meet x values: an infinite x goes to oneDNN, whose
