@@ -357,21 +357,32 @@ Case gradWeightCase(int nd, int64_t N, int64_t Cg, int64_t Mg, std::vector<int64
   return c;
 }
 
-// Runs the case with oneDNN on, expecting `runs` (a path's counter) to grow
-// by one, against the portable kernel (oneDNN off).
-template <class Runs>
-void expectPathMatchesThePortableKernel(const Case& c, uint32_t seed, Runs runs) {
+// The case's result with oneDNN on against the portable kernel's (oneDNN
+// off), within relTol of the largest expected magnitude.
+void expectNearThePortableKernel(const Case& c, uint32_t seed, float relTol) {
   host::setDnnlEnabled(false);
   std::vector<float> want = runCase(c, seed);
   host::setDnnlEnabled(true);
-  const uint64_t before = runs();
   std::vector<float> got = runCase(c, seed);
-  EXPECT_EQ(runs(), before + 1) << c.describe();
   ASSERT_EQ(got.size(), want.size()) << c.describe();
   float scale = 1;
   for(float v : want) scale = std::max(scale, std::abs(v));
-  for(size_t j = 0; j < got.size(); ++j)
-    ASSERT_NEAR(got[j], want[j], 1e-5f * scale * std::sqrt(float(c.N * 64))) << c.describe() << ", element " << j;
+  for(size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], relTol * scale) << c.describe() << ", element " << i;
+}
+
+// The oneDNN path's result of the case against the portable kernel's.
+void expectPortableResult(const Case& c, uint32_t seed) {
+  expectNearThePortableKernel(c, seed, 2e-5f * std::sqrt(float(c.Cg * c.Mg + 16)));
+}
+
+// The same for a weight gradient, expecting `runs` (a path's counter) to
+// grow by one.
+template <class Runs>
+void expectPathMatchesThePortableKernel(const Case& c, uint32_t seed, Runs runs) {
+  const uint64_t before = runs();
+  expectNearThePortableKernel(c, seed, 1e-5f * std::sqrt(float(c.N * 64)));
+  EXPECT_EQ(runs(), before + 1) << c.describe();
 }
 
 // Weight gradients over small images (at most 64 positions, enough samples
@@ -389,8 +400,6 @@ TEST(DnnlConv, GradWeightOfSmallImagesMatchesThePortableKernel) {
   for(size_t i = 0; i < cases.size(); ++i)
     expectPathMatchesThePortableKernel(cases[i], uint32_t(100 + i), ops::convGradWeightGemmRuns);
 }
-
-void expectPortableResult(const Case& c, uint32_t seed);  // (below)
 
 // Weight gradients of 16 or more channels each way run as one GEMM per tap
 // over a padded grid (ops/convolution.cpp, convGradWeightGrid): the
@@ -482,18 +491,6 @@ Case case2d(Op op, int64_t N, int64_t C, int64_t M, int64_t H, int64_t W, int64_
   return c;
 }
 
-// The oneDNN path's result of the case against the portable kernel's.
-void expectPortableResult(const Case& c, uint32_t seed) {
-  host::setDnnlEnabled(false);
-  std::vector<float> want = runCase(c, seed);
-  host::setDnnlEnabled(true);
-  std::vector<float> got = runCase(c, seed);
-  ASSERT_EQ(got.size(), want.size()) << c.describe();
-  float scale = 1;
-  for(float v : want) scale = std::max(scale, std::abs(v));
-  for(size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 2e-5f * scale * std::sqrt(float(c.Cg * c.Mg + 16))) << c.describe() << ", element " << i;
-}
 
 // Convolutions oneDNN runs channels-last (NHWC) on this CPU take their
 // plain image and give their plain output through the library's own
