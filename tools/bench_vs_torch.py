@@ -27,7 +27,9 @@ the loss read back) and PyTorch runs the same module with the same inputs
 backward, SGD step, loss.item()). Both time input upload and output
 download. The two alternate, ROUNDS rounds each (Onyx in a fresh process,
 then PyTorch in this one), so slow phases of the machine hit both; all
-timed iterations are pooled into median and p90.
+timed iterations are pooled into median and p90. Peak resident memory
+is the whole process's (VmHWM): onnx-bench's, and that of the new process in
+which PyTorch's first call is timed (three calls there).
 """
 import argparse
 import datetime
@@ -198,7 +200,9 @@ def cold_first(args, name):
     module, load the weights the parent saved, and time its first call, as
     onnx-bench's "first run" is the first call of a new process (after
     Model::load). The module of the parent has run many steps by then (and
-    torch.onnx.export traced it), so its first step there is a warm one."""
+    torch.onnx.export traced it), so its first step there is a warm one.
+    Two more calls follow, and the process's peak resident memory is
+    reported with the resident memory before the first call."""
     import torch
 
     if args.threads:
@@ -209,11 +213,29 @@ def cold_first(args, name):
     module = module.to(dev)
     x = torch.from_numpy(np.load(args.x))
     step, sync = torch_step(module, mode, x, dev, args.lr, args.precision == "bf16")
+    before = vm_hwm_mb()
     t0 = time.perf_counter()
     step()
     sync()
-    print(json.dumps({"first_ms": (time.perf_counter() - t0) * 1e3}))
+    first_ms = (time.perf_counter() - t0) * 1e3
+    # Two more calls for the peak: a process's memory settles after its
+    # second step (onnx-bench's peak is over all its runs).
+    for _ in range(2):
+        step()
+    sync()
+    print(json.dumps({"first_ms": first_ms, "peak_rss_mb": vm_hwm_mb(), "rss_before_mb": before}))
     return 0
+
+
+def vm_hwm_mb():
+    """This process's peak resident memory in MiB (VmHWM, as onnx-bench
+    reports its own)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def quantile(v, q):
@@ -294,7 +316,7 @@ def main(argv=None):
                 cmd += ["--train", "--lr", str(args.lr)]
             if bf16:
                 cmd += ["--precision", "bf16"]
-            onyx, tor, onyx_first, torch_first = [], [], [], []
+            onyx, tor, onyx_first, torch_first, onyx_rss, torch_rss, torch_base = [], [], [], [], [], [], []
             onyx_precision = "float32"
             for _ in range(args.rounds):
                 p = subprocess.run(cmd, capture_output=True, text=True)
@@ -304,6 +326,7 @@ def main(argv=None):
                 r = json.loads(p.stdout.strip().splitlines()[-1])
                 onyx += r["samples_ms"]
                 onyx_first.append(r["first_run_ms"])
+                onyx_rss.append(r["peak_rss_mb"])
                 onyx_precision = r.get("precision", "float32")
                 tor += time_torch(module, mode, x, dev, args.warmup, args.iters, args.lr, bf16)
                 p = subprocess.run(cold, capture_output=True, text=True)
@@ -311,11 +334,15 @@ def main(argv=None):
                     print(f"bench_vs_torch: {name}: PyTorch's first step in a new process failed: "
                           f"{p.stderr.strip()}", file=sys.stderr)
                     return 1
-                torch_first.append(json.loads(p.stdout.strip().splitlines()[-1])["first_ms"])
+                cf = json.loads(p.stdout.strip().splitlines()[-1])
+                torch_first.append(cf["first_ms"])
+                torch_rss.append(cf["peak_rss_mb"])
+                torch_base.append(cf["rss_before_mb"])
             row = {"name": name, "mode": mode, "shape": "x".join(map(str, shape)),
                    "onyx_median": float(np.median(onyx)), "onyx_p90": quantile(onyx, 0.9),
                    "torch_median": float(np.median(tor)), "torch_p90": quantile(tor, 0.9),
-                   "onyx_first": float(np.median(onyx_first)), "torch_first": float(np.median(torch_first))}
+                   "onyx_first": float(np.median(onyx_first)), "torch_first": float(np.median(torch_first)),
+                   "onyx_rss": max(onyx_rss), "torch_rss": max(torch_rss), "torch_base": max(torch_base)}
             row["ratio"] = row["onyx_median"] / row["torch_median"]
             if bf16 and onyx_precision != "bf16":
                 print(f"bench_vs_torch: {name}: onnx-bench computed in {onyx_precision} (no bfloat16 on this CPU)",
@@ -323,7 +350,8 @@ def main(argv=None):
                 return 1
             rows.append(row)
             print(f"{name} ({mode}): onyx {row['onyx_median']:.3f} ms, torch {row['torch_median']:.3f} ms, "
-                  f"ratio {row['ratio']:.2f}", file=sys.stderr)
+                  f"ratio {row['ratio']:.2f}; peak RSS onyx {row['onyx_rss']:.0f} MiB, torch {row['torch_rss']:.0f} "
+                  f"MiB", file=sys.stderr)
 
     def git(*a):
         try:
@@ -372,16 +400,21 @@ def main(argv=None):
          f"{args.lr}); Onyx rebuilds its graph every step (as its training loop does), which is in its time.",
          "- First: the first call in a new process of each (median over the rounds): Onyx's `onnx-bench` after "
          "`Model::load`, PyTorch's after building the module and loading the same weights (and its device "
-         "set-up); it includes what either does once (graph building, kernel generation, first touch of memory).\n",
+         "set-up); it includes what either does once (graph building, kernel generation, first touch of memory).",
+         "- Peak RSS: the highest resident memory (VmHWM) of a whole process over the rounds, libraries and "
+         "interpreter included: Onyx's `onnx-bench` process (load, first run, warm-up and timed runs); "
+         "PyTorch's new process of the first call (Python, torch, the module and its weights, then three calls); "
+         "in brackets that process's resident memory before its first call, so the difference is what the "
+         "calls themselves took.\n",
          "### Latency\n",
          "Ratio = Onyx median / PyTorch median (below 1: Onyx faster).\n",
          "| workload | mode | input | Onyx median ms | Onyx p90 ms | PyTorch median ms | PyTorch p90 ms | ratio | "
-         "Onyx first ms | PyTorch first ms |",
-         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+         "Onyx first ms | PyTorch first ms | Onyx peak RSS MiB | PyTorch peak RSS MiB |",
+         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         L.append(f"| {r['name']} | {r['mode']} | {r['shape']} | {r['onyx_median']:.3f} | {r['onyx_p90']:.3f} | "
                  f"{r['torch_median']:.3f} | {r['torch_p90']:.3f} | {r['ratio']:.2f} | {r['onyx_first']:.1f} | "
-                 f"{r['torch_first']:.1f} |")
+                 f"{r['torch_first']:.1f} | {r['onyx_rss']:.0f} | {r['torch_rss']:.0f} ({r['torch_base']:.0f}) |")
     text = "\n".join(L) + "\n"
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from perfdoc import emit

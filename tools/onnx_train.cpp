@@ -25,7 +25,7 @@ struct Options {
   std::string checkpointDir, stepLog, dumpGradients, device = "cpu", precision = "float32";
   std::vector<std::string> inputs, freeze;
   double lr = 1e-3, clip = 0, weightDecay = 0, momentum = 0, minLr = 0;
-  int epochs = 1, warmup = 0;
+  int epochs = 1, warmup = 0, threads = 0;
   int64_t batch = 32, checkpointEvery = 100, accumulate = 1;
   uint64_t seed = 1;
   bool resume = false, noShuffle = false;
@@ -54,6 +54,7 @@ TrainerOptions trainerOptions(const Options& o) {
   t.freeze = o.freeze;
   t.device = o.device;
   t.precision = o.precision;
+  t.threads = o.threads;
   t.checkpointDir = o.checkpointDir;
   t.checkpointEvery = o.checkpointEvery;
   t.resume = o.resume;
@@ -75,7 +76,7 @@ struct Console {
           {"epochs", "--epochs"},         {"batchSize", "--batch-size"}, {"checkpointEvery", "--checkpoint-every"},
           {"accumulate", "--accumulate"}, {"resume", "--resume"},        {"checkpointDir", "--checkpoint-dir"},
           {"inputs", "--input"},          {"optimizer", "--optimizer"},  {"loss", "--loss"},
-          {"freeze", "--freeze"},         {"precision", "--precision"}};
+          {"freeze", "--freeze"},         {"precision", "--precision"},  {"threads", "--threads"}};
       auto it = flags.find(field);
       return it == flags.end() ? field : it->second;
     };
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "cpu or gpu0: where the graph, params and optimizer state live")
       ->capture_default_str();
   tools::addPrecisionOption(app, o.precision);
+  app.add_option("--threads", o.threads, "CPU threads (0: default)")->capture_default_str();
   app.add_flag("--no-shuffle", o.noShuffle, "take the samples in file order every epoch");
   app.add_option("--checkpoint-dir", o.checkpointDir, "write DIR/checkpoint.npz (atomically) as training goes");
   app.add_option("--checkpoint-every", o.checkpointEvery, "steps between checkpoints (and one per epoch)")

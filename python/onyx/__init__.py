@@ -272,7 +272,8 @@ class Trainer:
             optimizer="adam", lr=1e-3, momentum=0, weight_decay=0, clip_norm=0,
             warmup=0, decay="constant", min_lr=0, total_steps=0, epochs=1,
             batch_size=32, accumulate=1, shuffle=True, seed=1, freeze=(),
-            device="cpu", checkpoint_dir="", checkpoint_every=100, resume=False)
+            device="cpu", precision="float32", threads=0, checkpoint_dir="",
+            checkpoint_every=100, resume=False)
 
     inputs maps model inputs to batch array names (None: each input from the
     array of its own name). A batch is a dict of arrays (numpy or PyTorch),

@@ -776,6 +776,8 @@ NB_MODULE(_onyx, m) {
               else if(k == "seed") o.seed = nb::cast<uint64_t>(v);
               else if(k == "freeze") o.freeze = nb::cast<std::vector<std::string>>(v);
               else if(k == "device") o.device = nb::cast<std::string>(v);
+              else if(k == "precision") o.precision = nb::cast<std::string>(v);
+              else if(k == "threads") o.threads = nb::cast<int>(v);
               else if(k == "checkpoint_dir") o.checkpointDir = nb::cast<std::string>(v);
               else if(k == "checkpoint_every") o.checkpointEvery = nb::cast<int64_t>(v);
               else if(k == "resume") o.resume = nb::cast<bool>(v);

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 
+#include <onyx/backend/cpu/parallel.h>
 #include <onyx/core/device.h>
 #include <onyx/core/error.h>
 #include <onyx/graph/expression_graph.h>
@@ -61,6 +62,8 @@ void Trainer::checkOptions(const TrainerOptions& o, const TrainerCallbacks& cb) 
   if(o.checkpointEvery < 1) throw Error(str(name("checkpointEvery"), " must be at least 1"));
   if(o.accumulate < 1) throw Error(str(name("accumulate"), " must be at least 1"));
   if(o.resume && o.checkpointDir.empty()) throw Error(str(name("resume"), " needs ", name("checkpointDir")));
+  if(o.threads < 0 || o.threads > host::kMaxThreads)
+    throw Error(str(name("threads"), " = ", o.threads, ": must be 0 (the default) to ", host::kMaxThreads));
   parseComputePrecision(o.precision, name("precision"));
 }
 
@@ -199,6 +202,9 @@ Batch Trainer::prepared(const Batch& batch) const {
 }
 
 Expr Trainer::build(const Batch& raw, bool train, bool withLoss) {
+  // Every step and evaluation builds its graph here first, on the thread
+  // that then runs it (and the optimizer's update).
+  if(o_.threads > 0) host::setNumThreads(o_.threads);
   Batch batch = prepared(raw);
   graph_->clear();
   graph_->setInference(!train);

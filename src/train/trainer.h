@@ -70,6 +70,10 @@ struct TrainerOptions {
   uint64_t seed = 1;                          // data order and random ops (Dropout)
   std::vector<std::string> freeze;            // params matching one of these globs stay fixed
   std::string device = "cpu";                 // cpu or gpu0: where the graph, params and optimizer state live
+  // CPU threads of the steps' parallel regions (BLAS and oneDNN included),
+  // set on the thread that runs them; 0: OpenMP's default. As a Session's
+  // SessionOptions::threads.
+  int threads = 0;
   // float32, or bf16: matrix products and convolutions (forward and
   // backward) on bfloat16-rounded operands with float32 sums, every value
   // and param kept in float32 (ComputePrecision). Where the CPU has no

@@ -98,6 +98,9 @@ print('bf16 fallback' if fallback else 'bf16', 'final-epoch mean loss', bf[-(len
 "$BIN/onnx-train" "$CNN/model.onnx" --data "$DATA/bars_train.npz" --input x=x --target y --output logits \
   --precision fp8 -o "$T/t4.onnx" > "$T/o" 2> "$T/e"; rc=$?
 check "onnx-train: an unknown --precision is one line naming it" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q \"\-\-precision: unknown precision 'fp8'; use float32 or bf16\" '$T/e'"
+"$BIN/onnx-train" "$CNN/model.onnx" --data "$DATA/bars_train.npz" --input x=x --target y --output logits \
+  --threads -1 -o "$T/t5.onnx" > "$T/o" 2> "$T/e"; rc=$?
+check "onnx-train: --threads -1 is one line naming it" sh -c "[ $rc -eq 1 ] && [ \$(wc -l < '$T/e') -eq 1 ] && grep -q -- '--threads = -1: must be 0 (the default) to 1024' '$T/e' && [ ! -e '$T/t5.onnx' ]"
 python3 -c "
 import numpy as np
 np.save('$T/bars_x.npy', np.load('$DATA/bars_valid.npz')['x'].astype(np.float32))"
@@ -203,6 +206,10 @@ fi
 "$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target yoh --output probs --loss mse \
   --device cpu --lr 0.05 --epochs 5 --batch-size 16 -o "$T/cpu.onnx" > "$T/o2" 2> "$T/e"
 check "--device cpu trains as the default does" sh -c "[ $? -eq 0 ] && cmp -s '$T/cpu.onnx' '$T/tuned.onnx'"
+# The tiny MLP has no region large enough to split: one thread gives the same bits.
+"$BIN/onnx-train" "$M/model.onnx" --data "$T/train.npz" --input x=x --target yoh --output probs --loss mse \
+  --threads 1 --lr 0.05 --epochs 5 --batch-size 16 -o "$T/one.onnx" > "$T/o2" 2> "$T/e"
+check "--threads 1 trains as the default does" sh -c "[ $? -eq 0 ] && cmp -s '$T/one.onnx' '$T/tuned.onnx'"
 
 echo "$fails failed"
 [ $fails -eq 0 ]

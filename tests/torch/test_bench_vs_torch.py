@@ -35,6 +35,12 @@ def test_smoke_run_writes_its_section_only(tmp_path):
         onyx, torch_ms, ratio = float(cells[3]), float(cells[5]), float(cells[7])
         assert onyx > 0 and torch_ms > 0
         assert abs(ratio - onyx / torch_ms) <= 0.01 * ratio + 0.01
+        # Peak RSS of both processes, PyTorch's with its memory before the
+        # first call in brackets (at most its peak).
+        assert len(cells) == 12, cells
+        m = re.fullmatch(r"([0-9]+) \(([0-9]+)\)", cells[11])
+        assert float(cells[10]) > 0 and m, cells
+        assert 0 < int(m.group(2)) <= int(m.group(1)), cells
     # On the CPU the set-up names the CPU and the FMA peak measured in the same run.
     device = [l for l in section.splitlines() if l.startswith("- Device: ")]
     assert len(device) == 1 and "avx2: " in device[0], device

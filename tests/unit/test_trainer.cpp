@@ -9,6 +9,7 @@
 #include <random>
 #include <unistd.h>
 
+#include <onyx/backend/cpu/parallel.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -306,6 +307,25 @@ std::string errorOf(const std::function<void()>& f) {
   return "(no error)";
 }
 
+// TrainerOptions::threads sizes the parallel regions of the thread that
+// runs the steps (as SessionOptions::threads does a Session's runs), and a
+// step on one thread trains as one on the default.
+TEST_F(TrainerTest, ThreadsSetTheStepsThreadCount) {
+  const int before = host::numThreads();
+  TrainerOptions o = cnnOptions();
+  o.threads = 1;
+  Trainer one(kCnn, o);
+  Trainer dflt(kCnn, cnnOptions());
+  Batch b = bars("train").range(0, 32);
+  const double loss1 = one.step(b);
+  EXPECT_EQ(host::numThreads(), 1);
+  host::setNumThreads(before);  // as it was for the rest of the tests
+  const double loss0 = dflt.step(b);
+  EXPECT_EQ(host::numThreads(), before);  // threads 0 leaves the default
+  EXPECT_TRUE(std::isfinite(loss1));
+  EXPECT_NEAR(loss1, loss0, 1e-5 * std::fabs(loss0));
+}
+
 TEST_F(TrainerTest, BadOptionsAreOneLineErrors) {
   auto with = [](std::function<void(TrainerOptions&)> change) {
     TrainerOptions o = cnnOptions();
@@ -323,6 +343,7 @@ TEST_F(TrainerTest, BadOptionsAreOneLineErrors) {
       {with([](TrainerOptions& o) { o.output = "probs"; }), "the model has no output 'probs'"},
       {with([](TrainerOptions& o) { o.inputs = {{"image", "x"}}; }), "inputs 'image=x': the model has no input 'image'"},
       {with([](TrainerOptions& o) { o.decay = "step"; }), "unknown decay 'step'"},
+      {with([](TrainerOptions& o) { o.threads = -1; }), "threads = -1: must be 0 (the default) to 1024"},
   };
   for(auto& c : cases) {
     std::string m = errorOf([&] { Trainer t(kCnn, c.options); });

@@ -94,6 +94,10 @@ def test_bad_options_and_batches_raise():
         onyx.Trainer(CNN, bogus=1, **OPTIONS)
     with pytest.raises(onyx.OnyxError, match="loss"):
         onyx.Trainer(CNN, **{**OPTIONS, "loss": "hinge"})
+    with pytest.raises(onyx.OnyxError, match="threads = -1"):
+        onyx.Trainer(CNN, threads=-1, **OPTIONS)
+    with pytest.raises(onyx.OnyxError, match="precision 'fp8'"):
+        onyx.Trainer(CNN, precision="fp8", **OPTIONS)
     t = onyx.Trainer(CNN, **OPTIONS)
     with pytest.raises(onyx.OnyxError, match="y"):
         t.step({"x": np.load(TRAIN)["x"][:4]})
