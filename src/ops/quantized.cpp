@@ -37,17 +37,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define ONYX_QGEMV_AVX2 1
-#endif
 
 #include <onyx/backend/cpu/dnnl_conv.h>
 #include <onyx/backend/cpu/gemm.h>
+#include <onyx/backend/cpu/int16_gemm.h>
 #include <onyx/backend/cpu/parallel.h>
 #include <onyx/backend/cpu/vecmath.h>
 #include <onyx/graph/onnx_export.h>
@@ -692,84 +690,41 @@ struct MatMulIntState {
   // clamped weights, the sparse rest then added by addMatMulRest), or as
   // the sum of two matrices within [-64, 64] whose products oneDNN adds
   // (dense); none: oneDNN does not run it.
-  enum class Int8 { untried, none, plain, split, dense } int8 = Int8::untried;
+  // wide: host::int16Gemm instead of oneDNN (where it would need dense or
+  // could not take B).
+  enum class Int8 { untried, none, plain, split, dense, wide } int8 = Int8::untried;
   std::vector<host::Int8PairSplit::Entry> rest;  // split: outer 0, l = k, inner = n
-  // B - b_zp in int16 for smallRowsProduct (made when first needed): panels
-  // of 32 columns, each [ceil(K/2), 32, 2] with the pairs of rows
-  // interleaved (zeros after an odd K and past N)
-  std::vector<int16_t> b16;
+  // B - b_zp in int16 for host::int16Gemm (made when first needed)
+  host::Int16Panels b16;
 };
 
 // A product of at most kSmallRows rows (a CNN's classifier at batch 1):
 // oneDNN 2.6's int8 matmul took 0.54 ms for 1 x 1280 by 1280 x 1000 on one
-// Zen 3 core, a pass over B's 1.3 MB. Here each row is a GEMV over b16:
-// vpmaddwd multiplies a pair of (a - a_zp) by a pair of rows of B - b_zp
-// and adds the two products in int32, exact for any 8-bit values (|a - a_zp|
-// and |b - b_zp| <= 255), and so is the sum while K * 255 * 255 < 2^31.
+// Zen 3 core, a pass over B's 1.3 MB; host::int16Gemm (exact for any 8-bit
+// values) is a GEMV over its panels there.
 constexpr int64_t kSmallRows = 2;
 
-bool smallRowsFit(int64_t rows, int64_t K) {
-#ifdef ONYX_QGEMV_AVX2
-  return rows <= kSmallRows && K > 0 && K < (int64_t(1) << 31) / (255 * 255) &&
-         host::vec::bestIsa() != host::vec::Isa::scalar;
-#else
-  (void)rows;
-  (void)K;
-  return false;
-#endif
+bool smallRowsFit(int64_t rows, int64_t K) { return rows <= kSmallRows && K > 0 && host::int16GemmFits(K); }
+
+// Without VNNI, B - b_zp beyond [-64, 64] with more than the split's rest
+// (onnxruntime's default quantize_dynamic of random-weight models), or
+// beyond int8: host::int16Gemm, exact, where oneDNN needs two int8 products
+// (or the float path runs). ONYX_INT16_GEMM=0 leaves them to those (for
+// comparing).
+bool int16ForFullRange(int64_t K) {
+  static const bool on = [] {
+    const char* v = std::getenv("ONYX_INT16_GEMM");
+    return !(v && std::string(v) == "0");
+  }();
+  return on && host::int16GemmFits(K);
 }
 
-#ifdef ONYX_QGEMV_AVX2
-// y[32 b .. 32 b + 31] of one row for the panels b in [pb, pe) of b16 (each
-// [J, 32, 2]: its 32 columns' pairs, read in order); pairs[j] holds (a -
-// a_zp) at k = 2j and 2j + 1 as two int16 in one int32. The last panel's
-// columns past N are zeros, computed into a copy.
-__attribute__((target("avx2"))) void smallRowGemvAvx2(const int32_t* pairs, const int16_t* b16, int64_t J,
-                                                      int64_t N, int64_t pb, int64_t pe, int32_t* y) {
-  for(int64_t b = pb; b < pe; ++b) {
-    __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                      _mm256_setzero_si256()};
-    const int16_t* panel = b16 + b * J * 64;
-    for(int64_t j = 0; j < J; ++j) {
-      const __m256i p = _mm256_set1_epi32(pairs[j]);
-      const __m256i* row = reinterpret_cast<const __m256i*>(panel + j * 64);
-      for(int q = 0; q < 4; ++q) acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(p, _mm256_loadu_si256(row + q)));
-    }
-    alignas(32) int32_t out[32];
-    for(int q = 0; q < 4; ++q) _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8 * q), acc[q]);
-    const int64_t n0 = b * 32;
-    std::memcpy(y + n0, out, size_t(std::min<int64_t>(32, N - n0)) * sizeof(int32_t));
-  }
-}
-#endif
-
-// y [rows, N] (int32) = (A - a_zp) . (B - b_zp) for smallRowsFit's rows.
-void smallRowsProduct(MatMulIntState& st, const TensorBase& A, int64_t azp, int64_t rows, int64_t K, int64_t N,
-                      int32_t* y) {
-#ifdef ONYX_QGEMV_AVX2
-  const int64_t J = (K + 1) / 2, panels = (N + 31) / 32;
-  if(st.b16.empty()) {
-    st.b16.assign(size_t(panels * J * 64), 0);
-    for(int64_t k = 0; k < K; ++k)
-      for(int64_t n = 0; n < N; ++n)
-        st.b16[size_t(((n / 32) * J + k / 2) * 64 + (n % 32) * 2 + k % 2)] = int16_t(st.bf[size_t(k * N + n)]);
-  }
-  std::vector<int32_t> pairs(static_cast<size_t>(J));
-  for(int64_t r = 0; r < rows; ++r) {
-    for(int64_t j = 0; j < J; ++j) {
-      const int64_t k = 2 * j;
-      const int64_t a0 = intAt(A, r * K + k) - azp, a1 = k + 1 < K ? intAt(A, r * K + k + 1) - azp : 0;
-      pairs[size_t(j)] = int32_t(uint32_t(uint16_t(int16_t(a0))) | (uint32_t(uint16_t(int16_t(a1))) << 16));
-    }
-    int32_t* yr = y + r * N;
-    host::parallelFor(panels, J * N, [&](int64_t b, int64_t e) {
-      smallRowGemvAvx2(pairs.data(), st.b16.data(), J, N, b, e, yr);
-    });
-  }
-#else
-  (void)st, (void)A, (void)azp, (void)rows, (void)K, (void)N, (void)y;
-  ONYX_ASSERT(false, "smallRowsProduct without AVX2");
-#endif
+// y [rows, N] (int32) = (A - a_zp) . (B - b_zp) through host::int16Gemm.
+void int16Product(MatMulIntState& st, const TensorBase& A, int64_t azp, int64_t rows, int64_t K, int64_t N,
+                  int32_t* y) {
+  if(st.b16.empty()) st.b16 = host::Int16Panels::pack(st.bf.data(), K, N);
+  if(A.type() == Type::uint8) host::int16Gemm(A.data<uint8_t>(), K, int32_t(azp), rows, st.b16, y, N);
+  else host::int16Gemm(A.data<int8_t>(), K, int32_t(azp), rows, st.b16, y, N);
 }
 
 // The rest of MatMulIntState's split added to y [rows, N] (int32): y[r, n]
@@ -920,12 +875,6 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
   // split (host::int8PairSplit): oneDNN sums the clamped weights, the rest
   // is added after, while it is at most 1 in 256 weights; past that, B is
   // the sum of two matrices within [-64, 64] and oneDNN adds both products.
-  if(smallRowsFit(rows, K)) {
-    int32_t* acc = intOut();
-    smallRowsProduct(*st, A, azp, rows, K, N, acc);
-    if(f) toFloatEpilogue(acc, rows, N, *f);
-    return;
-  }
   using Int8 = MatMulIntState::Int8;
   if(host::dnnlEnabled() && st->int8 == Int8::untried) {
     st->int8 = Int8::none;
@@ -935,6 +884,17 @@ void integerProduct(KernelCtx& c, const TensorBase& A, const TensorBase& B, cons
       std::vector<int8_t> w8, w8b;
       st->int8 = int8Weights(*st, K, N, w8, w8b, &st->rest);
     }
+    // Where oneDNN would need two int8 products (or cannot take B - b_zp),
+    // host::int16Gemm's one exact product instead (BERT-base quantized
+    // dynamically, Zen 3: 128 x 768 by 768 x 3072 in 7.4-9.3 ms against
+    // 10.5-12.9 ms for the two int8 products).
+    if((st->int8 == Int8::dense || st->int8 == Int8::none) && int16ForFullRange(K)) st->int8 = Int8::wide;
+  }
+  if(smallRowsFit(rows, K) || st->int8 == Int8::wide) {
+    int32_t* acc = intOut();
+    int16Product(*st, A, azp, rows, K, N, acc);
+    if(f) toFloatEpilogue(acc, rows, N, *f);
+    return;
   }
   if(host::dnnlEnabled() && st->int8 != Int8::none) {
     std::shared_ptr<host::DnnlQMatMul> q, q2;

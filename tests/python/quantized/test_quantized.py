@@ -228,14 +228,14 @@ def test_depthwise_qlinear_conv_with_extreme_values_is_exact(tmp_path, channels,
 NO_VNNI = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2", ONEDNN_VERBOSE="1")
 
 
-def onyx_verbose(model, inputs, tmp_path):
-    """Runs model in onnx-run under NO_VNNI: (outputs, oneDNN's exec lines)."""
+def onyx_verbose(model, inputs, tmp_path, env=None):
+    """Runs model in onnx-run under NO_VNNI (and env): (outputs, oneDNN's exec lines)."""
     path = save(model, tmp_path / "m.onnx")
     cmd = [tool("onnx-run"), str(path), "--output-dir", str(tmp_path / "o")]
     for name, value in inputs.items():
         np.save(tmp_path / f"{name}.npy", value)
         cmd += ["--input", f"{name}={tmp_path / name}.npy"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=NO_VNNI, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**NO_VNNI, **(env or {})}, timeout=120)
     assert r.returncode == 0, r.stderr.strip()
     execs = [line for line in r.stdout.splitlines() if line.startswith("onednn_verbose,exec,cpu,")]
     outs = {f[:-4]: np.load(tmp_path / "o" / f) for f in os.listdir(tmp_path / "o")}
@@ -340,15 +340,17 @@ def test_qlinear_conv_pairs_are_the_ones_assumed(tmp_path, k):
     assert d.max() <= 1, d.max()
 
 
-@pytest.mark.parametrize("at,dense", [(np.uint8, False), (np.int8, False), (np.uint8, True), (np.int8, True)])
-def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at, dense):
+@pytest.mark.parametrize("at,dense,wide", [(np.uint8, False, True), (np.int8, False, True), (np.uint8, True, False),
+                                           (np.int8, True, False), (np.uint8, True, True), (np.int8, True, True)])
+def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at, dense, wide):
     """MatMulInteger with B full range, A at the ends of its range. Sparse:
     adversarial pairs along K (nothing to split; checks the pairing of
     oneDNN's int8 matmul) stacked on sparse extremes (split, the rest added
-    after). Dense (uniform over int8, as random-weight models quantize):
-    two int8 products of weights within [-64, 64], the second added by
-    oneDNN's sum post-op. Either way oneDNN's int8 matmul runs and the int32
-    result is the reference's exactly."""
+    after): oneDNN's int8 matmul runs. Dense (uniform over int8, as
+    random-weight models quantize): Onyx's int16 product (host::int16Gemm,
+    no oneDNN matmul), or with ONYX_INT16_GEMM=0 two oneDNN int8 products of
+    weights within [-64, 64], the second added by its sum post-op. Every
+    way the int32 result is the reference's exactly."""
     rng = np.random.default_rng(5)
     K, N = 256, 96
     if dense:
@@ -363,10 +365,13 @@ def test_matmul_integer_full_range_weights_without_vnni_are_exact(tmp_path, at, 
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     want = ReferenceEvaluator(model).run(None, {"a": a})[0]
-    outs, execs = onyx_verbose(model, {"a": a}, tmp_path)
+    outs, execs = onyx_verbose(model, {"a": a}, tmp_path, {} if wide else {"ONYX_INT16_GEMM": "0"})
     matmuls = [e for e in execs if ",matmul," in e]
-    assert len(matmuls) == (2 if dense else 1), matmuls
-    assert ("post-ops" in matmuls[-1]) == dense, matmuls
+    if dense and wide:
+        assert matmuls == [], matmuls
+    else:
+        assert len(matmuls) == (2 if dense else 1), matmuls
+        assert ("post-ops" in matmuls[-1]) == dense, matmuls
     np.testing.assert_array_equal(outs["y"], want)
 
 
