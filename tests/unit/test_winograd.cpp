@@ -1,0 +1,156 @@
+// host::winogradConvForward (backend/cpu/winograd.h) against a float64
+// direct convolution on nChw8c tensors: odd image sizes (partial 2x2 tiles),
+// pads of 0, 1 and 2 (asymmetric too), batch 2, every epilogue step it takes
+// (bias, ReLU, Clip, a residual add, in place on y too), one and two threads,
+// the weights kept in a slot and refreshed when W changes. Tolerance: a few
+// float32 ulps of the sum of |products| per output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <onyx/backend/cpu/parallel.h>
+#include <onyx/backend/cpu/winograd.h>
+
+namespace onyx {
+namespace {
+
+struct Case {
+  int64_t N, C, M, H, W, pt, pl, pb, pr;
+};
+
+// plain [N, C, H, W] <-> nChw8c
+std::vector<float> blocked(const std::vector<double>& p, int64_t N, int64_t C, int64_t H, int64_t W) {
+  std::vector<float> b(p.size());
+  for(int64_t n = 0; n < N; ++n)
+    for(int64_t c = 0; c < C; ++c)
+      for(int64_t i = 0; i < H * W; ++i)
+        b[size_t(((n * (C / 8) + c / 8) * H * W + i) * 8 + c % 8)] = float(p[size_t((n * C + c) * H * W + i)]);
+  return b;
+}
+
+std::vector<double> rounded(const std::vector<double>& v) {
+  std::vector<double> r(v.size());
+  for(size_t i = 0; i < v.size(); ++i) r[i] = double(float(v[i]));
+  return r;
+}
+
+using Kind = host::ConvPostOp::Kind;
+
+void expectNearTheDirectConvolution(const Case& k, const std::vector<host::ConvPostOp>& ops, bool inPlace,
+                                    uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  const int64_t OH = k.H + k.pt + k.pb - 2, OW = k.W + k.pl + k.pr - 2;
+  std::vector<double> x(size_t(k.N * k.C * k.H * k.W)), w(size_t(k.M * k.C * 9)), b(size_t(k.M)),
+      r(size_t(k.N * k.M * OH * OW));
+  for(auto* v : {&x, &w, &b, &r})
+    for(double& e : *v) e = nd(rng);
+  x = rounded(x), w = rounded(w), b = rounded(b), r = rounded(r);
+  host::Spatial sp;
+  sp.nd = 2;
+  sp.strides = {1, 1};
+  sp.dilations = {1, 1};
+  sp.pads = {k.pt, k.pl, k.pb, k.pr};
+  const host::ConvDims cd =
+      host::convDims(Shape({k.N, k.C, k.H, k.W}), Shape({k.N, k.M, OH, OW}), {3, 3}, sp, 1);
+  host::ConvEpilogue ep;
+  ep.ops = ops;
+  std::vector<float> xb = blocked(x, k.N, k.C, k.H, k.W), rb = blocked(r, k.N, k.M, OH, OW), y(rb.size(), 7.f);
+  std::vector<float> wf(w.begin(), w.end()), bf(b.begin(), b.end());
+  bool sum = false;
+  for(auto& op : ops) sum = sum || op.kind == Kind::Sum;
+  if(sum) ep.residual = inPlace ? y.data() : rb.data();
+  if(inPlace) y = rb;
+  host::ConvLayouts lay;
+  lay.x = lay.y = 8;
+  lay.residual = sum ? 8 : 0;
+  ASSERT_TRUE(host::winogradFits(cd, 2, lay, &ep));
+  std::shared_ptr<void> slot;
+  host::winogradConvForward(cd, xb.data(), wf.data(), bf.data(), y.data(), &ep, &slot);
+  double worst = 0;
+  for(int64_t n = 0; n < k.N; ++n)
+    for(int64_t m = 0; m < k.M; ++m)
+      for(int64_t oh = 0; oh < OH; ++oh)
+        for(int64_t ow = 0; ow < OW; ++ow) {
+          double s = b[size_t(m)], mag = std::fabs(s);
+          for(int64_t c = 0; c < k.C; ++c)
+            for(int64_t i = 0; i < 3; ++i)
+              for(int64_t j = 0; j < 3; ++j) {
+                const int64_t h = oh + i - k.pt, ww = ow + j - k.pl;
+                if(h < 0 || h >= k.H || ww < 0 || ww >= k.W) continue;
+                const double p = x[size_t(((n * k.C + c) * k.H + h) * k.W + ww)] * w[size_t((m * k.C + c) * 9 + i * 3 + j)];
+                s += p;
+                mag += std::fabs(p);
+              }
+          const size_t at = size_t(((n * (k.M / 8) + m / 8) * OH * OW + oh * OW + ow) * 8 + m % 8);
+          for(auto& op : ops) {
+            if(op.kind == Kind::Relu) s = std::max(s, 0.0);
+            if(op.kind == Kind::Clip) s = std::min(std::max(s, double(op.alpha)), double(op.beta));
+            if(op.kind == Kind::Sum) {
+              s += r[size_t(((n * k.M + m) * OH + oh) * OW + ow)];
+              mag += std::fabs(r[size_t(((n * k.M + m) * OH + oh) * OW + ow)]);
+            }
+          }
+          const double err = std::fabs(double(y[at]) - s) / (mag * 1.2e-7);
+          worst = std::max(worst, err);
+          ASSERT_LE(err, 8.0) << "n " << n << " m " << m << " at (" << oh << ", " << ow << "): " << y[at] << " vs " << s;
+        }
+  EXPECT_GT(worst, 0.0);  // it computed in float32, not copied an answer
+}
+
+TEST(Winograd, MatchesTheDirectConvolution) {
+  const int before = host::numThreads();
+  const Case cases[] = {
+      {1, 32, 40, 14, 14, 1, 1, 1, 1},  // ResNet-like, whole tiles
+      {2, 64, 32, 9, 11, 1, 1, 1, 1},   // odd sizes: partial tiles at the bottom and right
+      {1, 32, 32, 16, 14, 0, 0, 0, 0},  // no padding
+      {1, 40, 48, 13, 9, 2, 1, 0, 2},   // uneven pads
+  };
+  const std::vector<std::vector<host::ConvPostOp>> epilogues = {
+      {},
+      {{Kind::Relu, 0.f, 0.f}},
+      {{Kind::Sum, 0.f, 0.f}, {Kind::Relu, 0.f, 0.f}},
+      {{Kind::Clip, -0.5f, 0.75f}},
+  };
+  uint32_t seed = 1;
+  for(int threads : {1, 2}) {
+    host::setNumThreads(threads);
+    for(const Case& k : cases)
+      for(const auto& ops : epilogues) {
+        SCOPED_TRACE(testing::Message() << "threads " << threads << " case " << k.C << "->" << k.M << " " << k.H
+                                        << "x" << k.W << " ops " << ops.size());
+        expectNearTheDirectConvolution(k, ops, false, seed++);
+        if(ops.size() == 2) expectNearTheDirectConvolution(k, ops, true, seed++);
+      }
+  }
+  host::setNumThreads(before);
+}
+
+TEST(Winograd, TakesOnlyWhatItComputes) {
+  host::Spatial sp;
+  sp.nd = 2;
+  sp.strides = {1, 1};
+  sp.dilations = {1, 1};
+  sp.pads = {1, 1, 1, 1};
+  host::ConvLayouts lay;
+  lay.x = lay.y = 8;
+  const host::ConvDims ok = host::convDims(Shape({1, 64, 14, 14}), Shape({1, 64, 14, 14}), {3, 3}, sp, 1);
+  ASSERT_TRUE(host::winogradFits(ok, 2, lay, nullptr));
+  EXPECT_FALSE(host::winogradFits(ok, 2, host::ConvLayouts{}, nullptr));  // plain tensors
+  const host::ConvDims few = host::convDims(Shape({1, 64, 7, 7}), Shape({1, 64, 7, 7}), {3, 3}, sp, 1);
+  EXPECT_FALSE(host::winogradFits(few, 2, lay, nullptr));  // 16 tiles: bound by the weights' read
+  const host::ConvDims narrow = host::convDims(Shape({1, 16, 14, 14}), Shape({1, 64, 14, 14}), {3, 3}, sp, 1);
+  EXPECT_FALSE(host::winogradFits(narrow, 2, lay, nullptr));
+  host::ConvEpilogue swish;
+  swish.ops = {{Kind::Swish, 0.f, 0.f}};
+  EXPECT_FALSE(host::winogradFits(ok, 2, lay, &swish));
+  host::Spatial s2 = sp;
+  s2.strides = {2, 2};
+  const host::ConvDims strided = host::convDims(Shape({1, 64, 28, 28}), Shape({1, 64, 14, 14}), {3, 3}, s2, 1);
+  EXPECT_FALSE(host::winogradFits(strided, 2, lay, nullptr));
+}
+
+}  // namespace
+}  // namespace onyx
