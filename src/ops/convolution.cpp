@@ -1025,11 +1025,12 @@ bool fusedConvDnnl(KernelCtx& c) {
   }
   if(!c.attrs.s("post_activation").empty()) ep.ops.push_back({ConvPostOp::Kind::Relu, 0.f, 0.f});
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
-  // 3x3 stride-1 layers between channel-blocked tensors on AVX2: Winograd
-  // (backend/cpu/winograd.h), faster than oneDNN 2.6's AVX2 direct kernel.
+  // 3x3 stride-1 layers on AVX2: Winograd (backend/cpu/winograd.h), faster
+  // than oneDNN 2.6's AVX2 direct kernel.
   if(!c.bf16() && host::winogradFits(cd, spatialRank(c.out), layoutsOf(c.attrs), &ep)) {
     host::winogradConvForward(cd, c.in[0]->data<float>(), c.in[1]->data<float>(),
-                              fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c));
+                              fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c),
+                              layoutsOf(c.attrs));
     return true;
   }
   return host::dnnlConvForward(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(),

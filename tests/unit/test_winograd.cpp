@@ -1,5 +1,5 @@
 // host::winogradConvForward (backend/cpu/winograd.h) against a float64
-// direct convolution on nChw8c tensors: odd image sizes (partial 2x2 tiles),
+// direct convolution on nChw8c and plain tensors: odd image sizes (partial 2x2 tiles),
 // pads of 0, 1 and 2 (asymmetric too), batch 2, every epilogue step it takes
 // (bias, ReLU, Clip, a residual add, in place on y too), one and two threads,
 // the weights kept in a slot and refreshed when W changes. Tolerance: a few
@@ -20,13 +20,17 @@ struct Case {
   int64_t N, C, M, H, W, pt, pl, pb, pr;
 };
 
-// plain [N, C, H, W] <-> nChw8c
-std::vector<float> blocked(const std::vector<double>& p, int64_t N, int64_t C, int64_t H, int64_t W) {
+// Where element (n, c, i) of [N, C, H * W] lies: nChw8c (block 8) or plain (0).
+size_t at(int block, int64_t n, int64_t c, int64_t i, int64_t C, int64_t HW) {
+  return block ? size_t(((n * (C / 8) + c / 8) * HW + i) * 8 + c % 8) : size_t((n * C + c) * HW + i);
+}
+
+// plain float64 [N, C, H, W] as float32 in a layout
+std::vector<float> laidOut(const std::vector<double>& p, int block, int64_t N, int64_t C, int64_t HW) {
   std::vector<float> b(p.size());
   for(int64_t n = 0; n < N; ++n)
     for(int64_t c = 0; c < C; ++c)
-      for(int64_t i = 0; i < H * W; ++i)
-        b[size_t(((n * (C / 8) + c / 8) * H * W + i) * 8 + c % 8)] = float(p[size_t((n * C + c) * H * W + i)]);
+      for(int64_t i = 0; i < HW; ++i) b[at(block, n, c, i, C, HW)] = float(p[size_t((n * C + c) * HW + i)]);
   return b;
 }
 
@@ -39,7 +43,7 @@ std::vector<double> rounded(const std::vector<double>& v) {
 using Kind = host::ConvPostOp::Kind;
 
 void expectNearTheDirectConvolution(const Case& k, const std::vector<host::ConvPostOp>& ops, bool inPlace,
-                                    uint32_t seed) {
+                                    uint32_t seed, int xl = 8, int yl = 8) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> nd(0.0, 1.0);
   const int64_t OH = k.H + k.pt + k.pb - 2, OW = k.W + k.pl + k.pr - 2;
@@ -57,18 +61,21 @@ void expectNearTheDirectConvolution(const Case& k, const std::vector<host::ConvP
       host::convDims(Shape({k.N, k.C, k.H, k.W}), Shape({k.N, k.M, OH, OW}), {3, 3}, sp, 1);
   host::ConvEpilogue ep;
   ep.ops = ops;
-  std::vector<float> xb = blocked(x, k.N, k.C, k.H, k.W), rb = blocked(r, k.N, k.M, OH, OW), y(rb.size(), 7.f);
+  const int rl = inPlace ? yl : xl;  // a separate residual in x's layout (it may differ from y's)
+  std::vector<float> xb = laidOut(x, xl, k.N, k.C, k.H * k.W), rb = laidOut(r, rl, k.N, k.M, OH * OW),
+                     y(rb.size(), 7.f);
   std::vector<float> wf(w.begin(), w.end()), bf(b.begin(), b.end());
   bool sum = false;
   for(auto& op : ops) sum = sum || op.kind == Kind::Sum;
   if(sum) ep.residual = inPlace ? y.data() : rb.data();
   if(inPlace) y = rb;
   host::ConvLayouts lay;
-  lay.x = lay.y = 8;
-  lay.residual = sum ? 8 : 0;
+  lay.x = xl;
+  lay.y = yl;
+  lay.residual = sum ? rl : 0;
   ASSERT_TRUE(host::winogradFits(cd, 2, lay, &ep));
   std::shared_ptr<void> slot;
-  host::winogradConvForward(cd, xb.data(), wf.data(), bf.data(), y.data(), &ep, &slot);
+  host::winogradConvForward(cd, xb.data(), wf.data(), bf.data(), y.data(), &ep, &slot, lay);
   double worst = 0;
   for(int64_t n = 0; n < k.N; ++n)
     for(int64_t m = 0; m < k.M; ++m)
@@ -84,7 +91,7 @@ void expectNearTheDirectConvolution(const Case& k, const std::vector<host::ConvP
                 s += p;
                 mag += std::fabs(p);
               }
-          const size_t at = size_t(((n * (k.M / 8) + m / 8) * OH * OW + oh * OW + ow) * 8 + m % 8);
+          const size_t yAt = at(yl, n, m, oh * OW + ow, k.M, OH * OW);
           for(auto& op : ops) {
             if(op.kind == Kind::Relu) s = std::max(s, 0.0);
             if(op.kind == Kind::Clip) s = std::min(std::max(s, double(op.alpha)), double(op.beta));
@@ -93,9 +100,9 @@ void expectNearTheDirectConvolution(const Case& k, const std::vector<host::ConvP
               mag += std::fabs(r[size_t(((n * k.M + m) * OH + oh) * OW + ow)]);
             }
           }
-          const double err = std::fabs(double(y[at]) - s) / (mag * 1.2e-7);
+          const double err = std::fabs(double(y[yAt]) - s) / (mag * 1.2e-7);
           worst = std::max(worst, err);
-          ASSERT_LE(err, 8.0) << "n " << n << " m " << m << " at (" << oh << ", " << ow << "): " << y[at] << " vs " << s;
+          ASSERT_LE(err, 8.0) << "n " << n << " m " << m << " at (" << oh << ", " << ow << "): " << y[yAt] << " vs " << s;
         }
   EXPECT_GT(worst, 0.0);  // it computed in float32, not copied an answer
 }
@@ -123,6 +130,11 @@ TEST(Winograd, MatchesTheDirectConvolution) {
                                         << "x" << k.W << " ops " << ops.size());
         expectNearTheDirectConvolution(k, ops, false, seed++);
         if(ops.size() == 2) expectNearTheDirectConvolution(k, ops, true, seed++);
+        // Plain x, y or both (copied to and from nChw8c); the residual in
+        // x's layout, or y itself.
+        expectNearTheDirectConvolution(k, ops, false, seed++, 0, 8);
+        expectNearTheDirectConvolution(k, ops, false, seed++, 8, 0);
+        expectNearTheDirectConvolution(k, ops, ops.size() == 2, seed++, 0, 0);
       }
   }
   host::setNumThreads(before);
@@ -138,7 +150,10 @@ TEST(Winograd, TakesOnlyWhatItComputes) {
   lay.x = lay.y = 8;
   const host::ConvDims ok = host::convDims(Shape({1, 64, 14, 14}), Shape({1, 64, 14, 14}), {3, 3}, sp, 1);
   ASSERT_TRUE(host::winogradFits(ok, 2, lay, nullptr));
-  EXPECT_FALSE(host::winogradFits(ok, 2, host::ConvLayouts{}, nullptr));  // plain tensors
+  EXPECT_TRUE(host::winogradFits(ok, 2, host::ConvLayouts{}, nullptr));  // plain tensors: copied
+  host::ConvLayouts nhwc;
+  nhwc.x = nhwc.y = 1;
+  EXPECT_FALSE(host::winogradFits(ok, 2, nhwc, nullptr));  // channels-last: not taken
   const host::ConvDims few = host::convDims(Shape({1, 64, 7, 7}), Shape({1, 64, 7, 7}), {3, 3}, sp, 1);
   EXPECT_FALSE(host::winogradFits(few, 2, lay, nullptr));  // 16 tiles: bound by the weights' read
   const host::ConvDims narrow = host::convDims(Shape({1, 16, 14, 14}), Shape({1, 64, 14, 14}), {3, 3}, sp, 1);

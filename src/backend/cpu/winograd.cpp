@@ -166,6 +166,14 @@ std::vector<float>& chunkBuffer(size_t floats) {
   return buf;
 }
 
+// The calling thread's nChw8c copies of plain tensors (0 x, 1 y, 2 the
+// residual), kept between calls.
+float* layoutBuffer(int role, size_t floats) {
+  thread_local std::vector<float> bufs[3];
+  if(bufs[role].size() < floats) bufs[role].resize(floats);
+  return bufs[role].data();
+}
+
 }  // namespace
 
 bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const ConvEpilogue* ep) {
@@ -181,13 +189,14 @@ bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const Conv
   // bound by that read (ResNet-18's 7x7 layers at batch 1, 16 tiles: 3.8 ->
   // 4.5 ms on one Zen 3 core, where 28x28 and 14x14 went 3.0 -> 2.0 ms).
   if(cd.N * ((g.pos[1] + 1) / 2) * ((g.pos[2] + 1) / 2) < 32) return false;
-  if(lay.x != kBlock || lay.y != kBlock) return false;
+  auto takes = [](int layout) { return layout == 0 || layout == kBlock; };
+  if(!takes(lay.x) || !takes(lay.y)) return false;
   int sums = 0;
   for(const ConvPostOp& op : ep ? ep->ops : std::vector<ConvPostOp>()) {
     if(op.kind == ConvPostOp::Kind::Sum) ++sums;
     else if(op.kind != ConvPostOp::Kind::Relu && op.kind != ConvPostOp::Kind::Clip) return false;
   }
-  return sums == 0 || (sums == 1 && lay.residual == kBlock && ep->residual);
+  return sums == 0 || (sums == 1 && takes(lay.residual) && ep->residual);
 #else
   (void)cd, (void)nd, (void)lay, (void)ep;
   return false;
@@ -195,8 +204,27 @@ bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const Conv
 }
 
 void winogradConvForward(const ConvDims& cd, const float* x, const float* w, const float* b, float* y,
-                         const ConvEpilogue* ep, std::shared_ptr<void>* slot) {
+                         const ConvEpilogue* ep, std::shared_ptr<void>* slot, const ConvLayouts& lay) {
 #ifdef ONYX_WINOGRAD_X86
+  // Plain tensors go through nChw8c copies (as oneDNN's kernel reorders
+  // them inside its primitive); the residual first, as it may be y itself.
+  const ConvGeom& gg = cd.g;
+  const int64_t xSize = cd.N * cd.C * gg.imgSize, ySize = cd.N * cd.M * gg.posSize;
+  ConvEpilogue blockedEp;
+  if(ep && ep->residual && lay.residual == 0) {
+    float* r = layoutBuffer(2, size_t(ySize));
+    dnnlReorderChannels(ep->residual, 0, r, int(kBlock), cd.N, cd.M, gg.pos[1], gg.pos[2]);
+    blockedEp = *ep;
+    blockedEp.residual = r;
+    ep = &blockedEp;
+  }
+  if(lay.x == 0) {
+    float* xb = layoutBuffer(0, size_t(xSize));
+    dnnlReorderChannels(x, 0, xb, int(kBlock), cd.N, cd.C, gg.img[1], gg.img[2]);
+    x = xb;
+  }
+  float* yOut = y;
+  if(lay.y == 0) y = layoutBuffer(1, size_t(ySize));
   const ConvGeom& g = cd.g;
   Geo q;
   q.N = cd.N;
@@ -260,8 +288,7 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
         outputTiles(q, Mo, t0, 0, rows, b, steps.data(), int(steps.size()), residual, y);
       }
     });
-    return;
-  }
+  } else {
   // Few chunks (small images): the threads share each chunk's transforms
   // and its 16 GEMMs.
   std::vector<float> buf(vSize + mSize);
@@ -274,8 +301,10 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
     parallelFor(rows, rows * 16 * q.M,
                 [&](int64_t a, int64_t e) { outputTiles(q, Mo, t0, a, e, b, steps.data(), int(steps.size()), residual, y); });
   }
+  }
+  if(y != yOut) dnnlReorderChannels(y, int(kBlock), yOut, 0, cd.N, cd.M, gg.pos[1], gg.pos[2]);
 #else
-  (void)cd, (void)x, (void)w, (void)b, (void)y, (void)ep, (void)slot;
+  (void)cd, (void)x, (void)w, (void)b, (void)y, (void)ep, (void)slot, (void)lay;
   ONYX_ASSERT(false, "winogradConvForward without AVX2 (winogradFits is false here)");
 #endif
 }

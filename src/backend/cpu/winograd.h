@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) for float32 3x3 convolutions of stride 1 between
+// Winograd F(2x2, 3x3) for float32 3x3 convolutions of stride 1 on
 // channel-blocked (nChw8c) tensors on AVX2 CPUs: oneDNN 2.6's AVX2 direct
 // kernel ran ResNet's 3x3 layers 25-35 % slower than onnxruntime's (its
 // Winograd is AVX-512 only). Each 2x2 output tile is A^T [(G g G^T) . (B^T d
@@ -24,8 +24,9 @@ namespace host {
 // True when winogradConvForward takes this convolution: 2-D, 3x3, stride
 // and dilation 1, one group, pads of at most 2, 32 or more channels each
 // way in whole blocks of 8, at least 32 output tiles (2x2) in all, x, y
-// (and the residual) nChw8c, an epilogue of ReLU, Clip and one residual
-// add, AVX2, and ONYX_WINOGRAD not 0.
+// (and the residual) nChw8c or plain NCHW (copied to and from nChw8c), an
+// epilogue of ReLU, Clip and one residual add, AVX2, and ONYX_WINOGRAD
+// not 0.
 bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const ConvEpilogue* ep);
 
 // y = conv(x, w) + b, then ep's ops in order (b and ep may be null), for
@@ -33,7 +34,7 @@ bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const Conv
 // between runs while w is the same pointer (a constant W; null: made per
 // call).
 void winogradConvForward(const ConvDims& cd, const float* x, const float* w, const float* b, float* y,
-                         const ConvEpilogue* ep, std::shared_ptr<void>* slot);
+                         const ConvEpilogue* ep, std::shared_ptr<void>* slot, const ConvLayouts& lay);
 
 }  // namespace host
 }  // namespace onyx
