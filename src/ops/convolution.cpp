@@ -261,6 +261,12 @@ int spatialRank(const TensorBase& t) { return t.shape().rank() - 2; }
 
 bool convDnnl(KernelCtx& c) {
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
+  // 3x3 stride-1 (training's forward convolutions): Winograd, as fused_conv.
+  if(!c.bf16() && host::winogradFits(cd, spatialRank(c.out), {}, nullptr)) {
+    host::winogradConvForward(cd, c.in[0]->data<float>(), c.in[1]->data<float>(), biasOf(c), c.out.data<float>(),
+                              nullptr, weightSlot(c), {});
+    return true;
+  }
   return host::dnnlConvForward(cd, spatialRank(c.out), c.in[0]->data<float>(), c.in[1]->data<float>(), biasOf(c),
                                c.out.data<float>(), nullptr, weightSlot(c), {}, c.bf16());
 }
@@ -323,8 +329,44 @@ bool convTransposePatches(KernelCtx& c) {
   return true;
 }
 
+// A 2-D transposed convolution of 3x3 taps at stride 1 (a 3x3 stride-1
+// convolution's gradient by its input, in training) is the convolution by
+// the flipped taps with pads 2 - p: Winograd where it fits.
+bool convTransposeWinograd(KernelCtx& c) {
+  const Shape& xs = c.in[0]->shape();
+  const Shape& ws = c.in[1]->shape();
+  if(xs.rank() != 4 || c.bf16() || c.attrs.i("group") != 1 || ws[2] != 3 || ws[3] != 3) return false;
+  const IntList& st = c.attrs.ints("strides");
+  const IntList& dl = c.attrs.ints("dilations");
+  const IntList& pd = c.attrs.ints("pads");
+  for(int64_t v : st)
+    if(v != 1) return false;
+  for(int64_t v : dl)
+    if(v != 1) return false;
+  host::Spatial sp;
+  sp.nd = 2;
+  sp.strides = {1, 1};
+  sp.dilations = {1, 1};
+  sp.pads.assign(4, 2);
+  for(size_t i = 0; i < pd.size() && i < 4; ++i) {
+    if(pd[i] > 2) return false;
+    sp.pads[i] = 2 - pd[i];
+  }
+  const Shape& ys = c.out.shape();
+  // output_padding (or an output_shape past the windows) is not this form
+  if(ys[2] != xs[2] + 2 - (pd.size() == 4 ? pd[0] + pd[2] : 0) ||
+     ys[3] != xs[3] + 2 - (pd.size() == 4 ? pd[1] + pd[3] : 0))
+    return false;
+  const ConvDims cd = host::convDims(xs, ys, {3, 3}, sp, 1);
+  if(!host::winogradFits(cd, 2, {}, nullptr)) return false;
+  host::winogradConvForward(cd, c.in[0]->data<float>(), c.in[1]->data<float>(), biasOf(c), c.out.data<float>(),
+                            nullptr, weightSlot(c), {}, /*transposedW=*/true);
+  return true;
+}
+
 bool convTransposeDnnl(KernelCtx& c) {
   if(convTransposePatches(c)) return true;
+  if(convTransposeWinograd(c)) return true;
   return host::dnnlConvTransposed(transposedDims(c), spatialRank(c.out), c.in[0]->data<float>(),
                                   c.in[1]->data<float>(), biasOf(c), c.out.data<float>(), nullptr, weightSlot(c),
                                   c.bf16());

@@ -10,6 +10,8 @@
 #include <random>
 
 #include <onyx/backend/cpu/dnnl_conv.h>
+#include <onyx/backend/cpu/vecmath.h>
+#include <onyx/backend/cpu/winograd.h>
 #include <onyx/onyx.h>
 
 namespace onyx {
@@ -491,6 +493,27 @@ Case case2d(Op op, int64_t N, int64_t C, int64_t M, int64_t H, int64_t W, int64_
   return c;
 }
 
+
+// 3x3 stride-1 convolutions of 32 or more channels on AVX2 run Winograd
+// F(2x2, 3x3) (backend/cpu/winograd.h), forward and transposed (the
+// gradient by the input: the flipped taps with pads 2 - p): odd images,
+// pads of 0, 1 and 2 (uneven too), batch 2, against the portable kernels.
+TEST(DnnlConv, Winograd3x3MatchesThePortableKernels) {
+  EnabledGuard guard;
+  const std::vector<Case> cases{case2d(Op::Conv, 2, 32, 40, 13, 11, 3, 1, {1, 1, 1, 1}),
+                                case2d(Op::Conv, 1, 48, 32, 16, 17, 3, 1, {0, 0, 0, 0}),
+                                case2d(Op::Conv, 1, 32, 32, 15, 14, 3, 1, {2, 1, 0, 2}),
+                                case2d(Op::Transpose, 2, 32, 40, 13, 11, 3, 1, {1, 1, 1, 1}),
+                                case2d(Op::Transpose, 1, 40, 32, 12, 9, 3, 1, {0, 0, 0, 0}),
+                                case2d(Op::Transpose, 1, 32, 48, 14, 15, 3, 1, {2, 1, 0, 2})};
+  // Without AVX2 none of them runs it (and the portable check still holds).
+  const bool avx2 = host::vec::bestIsa() != host::vec::Isa::scalar;
+  for(size_t i = 0; i < cases.size(); ++i) {
+    const uint64_t before = host::winogradRuns();
+    expectPortableResult(cases[i], uint32_t(300 + i));
+    EXPECT_EQ(host::winogradRuns(), before + (avx2 ? 1 : 0)) << cases[i].describe();
+  }
+}
 
 // Convolutions oneDNN runs channels-last (NHWC) on this CPU take their
 // plain image and give their plain output through the library's own

@@ -1,6 +1,7 @@
 #include <onyx/backend/cpu/winograd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -23,6 +24,8 @@ namespace {
 
 constexpr int64_t kBlock = 8;  // nChw8c: one AVX2 vector of channels
 
+std::atomic<uint64_t> gRuns{0};
+
 bool enabled() {
   static const bool on = [] {
     const char* v = std::getenv("ONYX_WINOGRAD");
@@ -36,14 +39,19 @@ bool enabled() {
 // right operand of the 16 GEMMs.
 struct WinoWeights {
   const float* w = nullptr;
+  bool transposed = false;
   std::vector<float> ut;
 };
 
-void transformWeights(const float* w, int64_t M, int64_t C, float* ut) {
+// transposed: w is a transposed convolution's [C, M, 3, 3], whose
+// stride-1 product is the convolution by its taps flipped and its two
+// channel dims swapped.
+void transformWeights(const float* w, int64_t M, int64_t C, bool transposed, float* ut) {
   parallelFor(M, M * C * 16, [&](int64_t mb, int64_t me) {
     for(int64_t m = mb; m < me; ++m)
       for(int64_t c = 0; c < C; ++c) {
-        const float* g = w + (m * C + c) * 9;
+        float g[9];
+        for(int k = 0; k < 9; ++k) g[k] = transposed ? w[(c * M + m) * 9 + 8 - k] : w[(m * C + c) * 9 + k];
         float t[4][3];
         for(int j = 0; j < 3; ++j) {
           t[0][j] = g[j];
@@ -204,8 +212,10 @@ bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const Conv
 }
 
 void winogradConvForward(const ConvDims& cd, const float* x, const float* w, const float* b, float* y,
-                         const ConvEpilogue* ep, std::shared_ptr<void>* slot, const ConvLayouts& lay) {
+                         const ConvEpilogue* ep, std::shared_ptr<void>* slot, const ConvLayouts& lay,
+                         bool transposedW) {
 #ifdef ONYX_WINOGRAD_X86
+  gRuns.fetch_add(1, std::memory_order_relaxed);
   // Plain tensors go through nChw8c copies (as oneDNN's kernel reorders
   // them inside its primitive); the residual first, as it may be y itself.
   const ConvGeom& gg = cd.g;
@@ -242,11 +252,12 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
   if(q.T == 0) return;
   // The transformed weights: kept in the slot while W is the same buffer.
   std::shared_ptr<WinoWeights> ww = slot ? std::static_pointer_cast<WinoWeights>(*slot) : nullptr;
-  if(!ww || ww->w != w) {
+  if(!ww || ww->w != w || ww->transposed != transposedW) {
     ww = std::make_shared<WinoWeights>();
     ww->w = w;
+    ww->transposed = transposedW;
     ww->ut.resize(size_t(16 * q.C * q.M));
-    transformWeights(w, q.M, q.C, ww->ut.data());
+    transformWeights(w, q.M, q.C, transposedW, ww->ut.data());
     if(slot) *slot = ww;
   }
   std::vector<Step> steps;
@@ -304,10 +315,12 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
   }
   if(y != yOut) dnnlReorderChannels(y, int(kBlock), yOut, 0, cd.N, cd.M, gg.pos[1], gg.pos[2]);
 #else
-  (void)cd, (void)x, (void)w, (void)b, (void)y, (void)ep, (void)slot, (void)lay;
+  (void)cd, (void)x, (void)w, (void)b, (void)y, (void)ep, (void)slot, (void)lay, (void)transposedW;
   ONYX_ASSERT(false, "winogradConvForward without AVX2 (winogradFits is false here)");
 #endif
 }
+
+uint64_t winogradRuns() { return gRuns.load(std::memory_order_relaxed); }
 
 }  // namespace host
 }  // namespace onyx

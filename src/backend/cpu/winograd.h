@@ -13,6 +13,7 @@
 // bounds it against the float64 portable kernel).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include <onyx/backend/cpu/conv_geom.h>
@@ -32,9 +33,15 @@ bool winogradFits(const ConvDims& cd, int nd, const ConvLayouts& lay, const Conv
 // y = conv(x, w) + b, then ep's ops in order (b and ep may be null), for
 // what winogradFits takes. slot: where the transformed weights are kept
 // between runs while w is the same pointer (a constant W; null: made per
-// call).
+// call). transposedW: w is a transposed convolution's [C, M, 3, 3] (its
+// stride-1 product is this convolution with the taps flipped; cd and its
+// pads are then the equivalent convolution's, 2 - p per side).
 void winogradConvForward(const ConvDims& cd, const float* x, const float* w, const float* b, float* y,
-                         const ConvEpilogue* ep, std::shared_ptr<void>* slot, const ConvLayouts& lay);
+                         const ConvEpilogue* ep, std::shared_ptr<void>* slot, const ConvLayouts& lay,
+                         bool transposedW = false);
+
+// Calls of winogradConvForward so far (for tests: which path ran).
+uint64_t winogradRuns();
 
 }  // namespace host
 }  // namespace onyx
