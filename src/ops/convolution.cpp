@@ -259,10 +259,14 @@ const float* biasOf(const KernelCtx& c) { return c.in.size() > 2 ? c.in[2]->data
 
 int spatialRank(const TensorBase& t) { return t.shape().rank() - 2; }
 
+// bfloat16 products are asked for and this CPU computes them (else the
+// kernels compute float32, Winograd included, as the float32 graph does).
+bool bf16Computes(const KernelCtx& c) { return c.bf16() && bf16Available(); }
+
 bool convDnnl(KernelCtx& c) {
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
   // 3x3 stride-1 (training's forward convolutions): Winograd, as fused_conv.
-  if(!c.bf16() && host::winogradFits(cd, spatialRank(c.out), {}, nullptr)) {
+  if(!bf16Computes(c) && host::winogradFits(cd, spatialRank(c.out), {}, nullptr)) {
     host::winogradConvForward(cd, c.in[0]->data<float>(), c.in[1]->data<float>(), biasOf(c), c.out.data<float>(),
                               nullptr, weightSlot(c), {});
     return true;
@@ -335,7 +339,7 @@ bool convTransposePatches(KernelCtx& c) {
 bool convTransposeWinograd(KernelCtx& c) {
   const Shape& xs = c.in[0]->shape();
   const Shape& ws = c.in[1]->shape();
-  if(xs.rank() != 4 || c.bf16() || c.attrs.i("group") != 1 || ws[2] != 3 || ws[3] != 3) return false;
+  if(xs.rank() != 4 || bf16Computes(c) || c.attrs.i("group") != 1 || ws[2] != 3 || ws[3] != 3) return false;
   const IntList& st = c.attrs.ints("strides");
   const IntList& dl = c.attrs.ints("dilations");
   const IntList& pd = c.attrs.ints("pads");
@@ -1069,7 +1073,7 @@ bool fusedConvDnnl(KernelCtx& c) {
   const ConvDims cd = convDims(c.in[0]->shape(), c.out.shape(), spatialDims(c.in[1]->shape()), c.attrs);
   // 3x3 stride-1 layers on AVX2: Winograd (backend/cpu/winograd.h), faster
   // than oneDNN 2.6's AVX2 direct kernel.
-  if(!c.bf16() && host::winogradFits(cd, spatialRank(c.out), layoutsOf(c.attrs), &ep)) {
+  if(!bf16Computes(c) && host::winogradFits(cd, spatialRank(c.out), layoutsOf(c.attrs), &ep)) {
     host::winogradConvForward(cd, c.in[0]->data<float>(), c.in[1]->data<float>(),
                               fi.bias ? c.in[2]->data<float>() : nullptr, c.out.data<float>(), &ep, weightSlot(c),
                               layoutsOf(c.attrs));
