@@ -112,7 +112,7 @@ TEST(Winograd, MatchesTheDirectConvolution) {
   const Case cases[] = {
       {1, 32, 40, 14, 14, 1, 1, 1, 1},  // ResNet-like, whole tiles
       {2, 64, 32, 9, 11, 1, 1, 1, 1},   // odd sizes: partial tiles at the bottom and right
-      {1, 32, 32, 16, 14, 0, 0, 0, 0},  // no padding
+      {1, 32, 64, 16, 14, 0, 0, 0, 0},  // no padding
       {1, 40, 48, 13, 9, 2, 1, 0, 2},   // uneven pads
   };
   const std::vector<std::vector<host::ConvPostOp>> epilogues = {
@@ -158,6 +158,8 @@ TEST(Winograd, TakesOnlyWhatItComputes) {
   EXPECT_FALSE(host::winogradFits(few, 2, lay, nullptr));  // 16 tiles: bound by the weights' read
   const host::ConvDims narrow = host::convDims(Shape({1, 16, 14, 14}), Shape({1, 64, 14, 14}), {3, 3}, sp, 1);
   EXPECT_FALSE(host::winogradFits(narrow, 2, lay, nullptr));
+  const host::ConvDims thin = host::convDims(Shape({1, 32, 64, 64}), Shape({1, 32, 64, 64}), {3, 3}, sp, 1);
+  EXPECT_FALSE(host::winogradFits(thin, 2, lay, nullptr));  // 32 both ways
   host::ConvEpilogue swish;
   swish.ops = {{Kind::Swish, 0.f, 0.f}};
   EXPECT_FALSE(host::winogradFits(ok, 2, lay, &swish));

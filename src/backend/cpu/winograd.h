@@ -24,7 +24,7 @@ namespace host {
 
 // True when winogradConvForward takes this convolution: 2-D, 3x3, stride
 // and dilation 1, one group, pads of at most 2, 32 or more channels each
-// way in whole blocks of 8, at least 32 output tiles (2x2) in all, x, y
+// way (64 or more one way) in whole blocks of 8, at least 32 output tiles (2x2) in all, x, y
 // (and the residual) nChw8c or plain NCHW (copied to and from nChw8c), an
 // epilogue of ReLU, Clip and one residual add, AVX2, and ONYX_WINOGRAD
 // not 0.
