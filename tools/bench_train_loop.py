@@ -202,16 +202,7 @@ def main(argv=None):
 
     import bench_vs_ort
 
-    cpu = bench_vs_ort.machine()
-    flags = set(cpu.get("Flags", "").split())
-    where = (f"{cpu.get('Model name', platform.processor())} (family {cpu.get('CPU family', '?')}, model "
-             f"{cpu.get('Model', '?')}), {cpu.get('CPU(s)', os.cpu_count())} logical CPUs; avx512f: "
-             f"{'yes' if 'avx512f' in flags else 'no'}, avx2: {'yes' if 'avx2' in flags else 'no'}; load average "
-             f"(1 min) at the end {os.getloadavg()[0]:.2f}")
-    if os.access(os.path.join(args.bin, "fma-peak"), os.X_OK):
-        peak, isa = bench_vs_ort.fma_peak(args.bin, sorted({1, args.threads or os.cpu_count()}))
-        where += "; float32 FMA peak (`fma-peak`, " + isa + "): " + ", ".join(
-            f"{t} thread{'s' if t > 1 else ''} {g:.1f} GFLOP/s" for t, g in sorted(peak.items()))
+    where = bench_vs_ort.cpu_line(args.bin, args.threads)
     commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "?"
     cmdline = "python3 " + shlex.join([os.path.relpath(os.path.abspath(__file__), REPO)] + (argv or sys.argv[1:]))

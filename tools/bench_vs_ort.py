@@ -135,6 +135,22 @@ def machine():
     return info
 
 
+def cpu_line(bin_dir, threads):
+    """The CPU by name, its vector ISA, the load now and its float32 FMA peak
+    measured now on 1 and `threads` threads (0: all), for a benchmark's
+    set-up: CPUs differ from machine to machine."""
+    cpu = machine()
+    flags = set(cpu.get("Flags", "").split())
+    line = (f"{cpu.get('Model name', '?')} (family {cpu.get('CPU family', '?')}, model {cpu.get('Model', '?')}), "
+            f"{cpu.get('CPU(s)', os.cpu_count())} logical CPUs; avx512f: {'yes' if 'avx512f' in flags else 'no'}, "
+            f"avx2: {'yes' if 'avx2' in flags else 'no'}; load average (1 min) at the end {os.getloadavg()[0]:.2f}")
+    if os.access(os.path.join(bin_dir, "fma-peak"), os.X_OK):
+        peak, isa = fma_peak(bin_dir, sorted({1, threads or os.cpu_count()}))
+        line += "; float32 FMA peak (`fma-peak`, " + isa + "): " + ", ".join(
+            f"{t} thread{'s' if t > 1 else ''} {g:.1f} GFLOP/s" for t, g in sorted(peak.items()))
+    return line
+
+
 def fma_peak(bin_dir, threads):
     """{threads: GFLOP/s} from one fma-peak run, and the ISA it used."""
     exe = os.path.join(bin_dir, "fma-peak")

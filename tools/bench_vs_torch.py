@@ -361,20 +361,9 @@ def main(argv=None):
 
     where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or platform.machine()
     if dev.type == "cpu":
-        # The CPU by name, its vector ISA, the load and its float32 FMA peak
-        # (measured now, as bench_vs_ort.py does): CPUs differ from machine to machine.
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import bench_vs_ort
-        cpu = bench_vs_ort.machine()
-        flags = set(cpu.get("Flags", "").split())
-        where = (f"{cpu.get('Model name', where)} (family {cpu.get('CPU family', '?')}, model {cpu.get('Model', '?')}), "
-                 f"{cpu.get('CPU(s)', os.cpu_count())} logical CPUs; avx512f: {'yes' if 'avx512f' in flags else 'no'}, "
-                 f"avx2: {'yes' if 'avx2' in flags else 'no'}; load average (1 min) at the end {os.getloadavg()[0]:.2f}")
-        if os.access(os.path.join(args.bin, "fma-peak"), os.X_OK):
-            threads = sorted({1, args.threads or os.cpu_count()})
-            peak, isa = bench_vs_ort.fma_peak(args.bin, threads)
-            where += "; float32 FMA peak (`fma-peak`, " + isa + "): " + ", ".join(
-                f"{t} thread{'s' if t > 1 else ''} {g:.1f} GFLOP/s" for t, g in sorted(peak.items()))
+        where = bench_vs_ort.cpu_line(args.bin, args.threads)
     cmdline = "python3 " + shlex.join([os.path.relpath(os.path.abspath(__file__), REPO)] + (argv or sys.argv[1:]))
     title = f"## Onyx and PyTorch on {args.device} ({args.size} workloads)"
     if bf16:
