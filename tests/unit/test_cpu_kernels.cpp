@@ -27,6 +27,22 @@ TEST(CpuBackend, SetNumThreadsSetsThePool) {
   EXPECT_EQ(host::numThreads(), before);
 }
 
+// 0 puts back OpenMP's default as the process started, for our kernels and
+// for BLAS and oneDNN (which read OpenMP's count), also after a count was
+// set on this thread (OpenMP keeps that one).
+TEST(CpuBackend, SetNumThreadsZeroRestoresTheDefault) {
+  const int before = host::numThreads();
+  host::setNumThreads(0);
+  const int dflt = host::numThreads();
+  host::setNumThreads(dflt == 1 ? 2 : 1);
+  host::setNumThreads(0);
+  EXPECT_EQ(host::numThreads(), dflt);
+#ifdef _OPENMP
+  EXPECT_EQ(omp_get_max_threads(), dflt);
+#endif
+  host::setNumThreads(before);
+}
+
 // Integer Pow is exact on every device (the double pow loses bits above
 // 2^53, and nvcc's gave pow(3, 1) = 2 for integers) and wraps as the type.
 TEST(CpuBackend, IntegerPowIsExactAndWraps) {

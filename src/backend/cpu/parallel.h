@@ -19,7 +19,8 @@ constexpr int kMaxThreads = 1024;
 // Number of threads kernels use (default: OpenMP's, i.e. all cores).
 // One pool: every parallel region of Onyx, BLAS's and oneDNN's included, runs
 // on libgomp's, so this sets all of them.
-// n <= 0: OpenMP's default; above kMaxThreads an onyx::Error.
+// n <= 0: OpenMP's default as the process started (OMP_NUM_THREADS or every
+// core), also after a count was set; above kMaxThreads an onyx::Error.
 void setNumThreads(int n);
 int numThreads();
 // True when the OpenBLAS loaded is its OpenMP build (one pool, not two).
