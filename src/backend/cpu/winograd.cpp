@@ -167,17 +167,12 @@ __attribute__((target("avx2"))) void outputTiles(const Geo& q, const float* Mo, 
 }
 #endif
 
-// Per thread: a chunk's V [16, Tc, C] and Mo [16, Tc, M], kept between calls.
-std::vector<float>& chunkBuffer(size_t floats) {
-  thread_local std::vector<float> buf;
-  if(buf.size() < floats) buf.resize(floats);
-  return buf;
-}
-
-// The calling thread's nChw8c copies of plain tensors (0 x, 1 y, 2 the
-// residual), kept between calls.
-float* layoutBuffer(int role, size_t floats) {
-  thread_local std::vector<float> bufs[3];
+// The calling thread's buffers, kept between calls (a call allocates
+// nothing once they have grown): 0, 1, 2 the nChw8c copies of a plain x, y
+// and residual; 3 a chunk's V [16, Tc, C] and Mo [16, Tc, M].
+enum Role { kX = 0, kY, kResidual, kChunk };
+float* threadBuffer(Role role, size_t floats) {
+  thread_local std::vector<float> bufs[4];
   if(bufs[role].size() < floats) bufs[role].resize(floats);
   return bufs[role].data();
 }
@@ -225,19 +220,19 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
   const int64_t xSize = cd.N * cd.C * gg.imgSize, ySize = cd.N * cd.M * gg.posSize;
   ConvEpilogue blockedEp;
   if(ep && ep->residual && lay.residual == 0) {
-    float* r = layoutBuffer(2, size_t(ySize));
+    float* r = threadBuffer(kResidual, size_t(ySize));
     dnnlReorderChannels(ep->residual, 0, r, int(kBlock), cd.N, cd.M, gg.pos[1], gg.pos[2]);
     blockedEp = *ep;
     blockedEp.residual = r;
     ep = &blockedEp;
   }
   if(lay.x == 0) {
-    float* xb = layoutBuffer(0, size_t(xSize));
+    float* xb = threadBuffer(kX, size_t(xSize));
     dnnlReorderChannels(x, 0, xb, int(kBlock), cd.N, cd.C, gg.img[1], gg.img[2]);
     x = xb;
   }
   float* yOut = y;
-  if(lay.y == 0) y = layoutBuffer(1, size_t(ySize));
+  if(lay.y == 0) y = threadBuffer(kY, size_t(ySize));
   const ConvGeom& g = cd.g;
   Geo q;
   q.N = cd.N;
@@ -292,8 +287,7 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
     // Many chunks: each thread takes whole chunks (transforms and its 16
     // GEMMs on one thread, no barrier between them).
     parallelFor(chunks, q.T * 16 * q.C * q.M, [&](int64_t cb, int64_t ce) {
-      std::vector<float>& buf = chunkBuffer(vSize + mSize);
-      float* V = buf.data();
+      float* V = threadBuffer(kChunk, vSize + mSize);
       float* Mo = V + vSize;
       for(int64_t ch = cb; ch < ce; ++ch) {
         const int64_t t0 = ch * q.Tc, rows = std::min(q.Tc, q.T - t0);
@@ -304,9 +298,8 @@ void winogradConvForward(const ConvDims& cd, const float* x, const float* w, con
     });
   } else {
   // Few chunks (small images): the threads share each chunk's transforms
-  // and its 16 GEMMs.
-  std::vector<float> buf(vSize + mSize);
-  float* V = buf.data();
+  // and its 16 GEMMs, on the calling thread's buffer.
+  float* V = threadBuffer(kChunk, vSize + mSize);
   float* Mo = V + vSize;
   for(int64_t ch = 0; ch < chunks; ++ch) {
     const int64_t t0 = ch * q.Tc, rows = std::min(q.Tc, q.T - t0);
